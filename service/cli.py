@@ -14,6 +14,9 @@ import pkgutil
 import sys
 
 import service.commands
+from service.errors import CliError
+
+__all__ = ["CliError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,10 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"bloxcam {args.command}: {exc}", file=sys.stderr)
         return 2
-
-
-class CliError(Exception):
-    """A user error: printed as one line, exit status 2, no traceback."""
 
 
 if __name__ == "__main__":

@@ -789,29 +789,33 @@ class BloxState:
 
     def _check_payment(self, me: PlayerState, action: Action) -> None:
         rule, need = self._required_cards(action)
-        paid = Counter(action.cards)
+        paid = list(action.cards)
         if action.joker is not None:
-            paid[action.joker] += 1
+            paid.append(action.joker)
         if need is None:  # knock off: 3 or more cards of the target space's colour
             color = self.space_color(action.to)
-            if set(paid) - {color} or sum(paid.values()) < 3:
+            if len(paid) < 3 or any(c != color for c in paid):
                 raise IllegalAction(rule, f"knocking off a figure on a {color} space takes 3 or more {color} cards")
-        elif paid != need:
+        elif sorted(paid) != sorted(need.elements()):
             raise IllegalAction(
-                rule, f"this action costs {_describe_counter(need)}, not {_describe_counter(paid) or 'nothing'}"
+                rule, f"this action costs {_describe_counter(need)}, not {_describe_counter(Counter(paid)) or 'nothing'}"
             )
         if action.joker is not None and not me.joker_up and me.hand is not None:
             raise IllegalAction("R-BLOX-9", f"{me.color}'s Joker is face down; an Exchange turns it face up")
         if me.hand is not None:
-            missing = Counter(action.cards) - Counter(me.hand)
-            if missing:
-                raise IllegalAction(rule, f"{me.color} does not hold {_describe_counter(missing)}")
+            remaining = list(me.hand)
+            for card in action.cards:
+                if card not in remaining:
+                    missing = Counter(action.cards) - Counter(me.hand)
+                    raise IllegalAction(rule, f"{me.color} does not hold {_describe_counter(missing)}")
+                remaining.remove(card)
 
     def _check_exchange(self, me: PlayerState, a: Exchange) -> None:
         size = self.edition.hand_size
         if not 1 <= len(a.cards) <= size:
             raise IllegalAction("R-BLOX-9", f"an exchange discards 1 to {size} cards, not {len(a.cards)}")
-        if a.reactivate_joker and me.joker_up:
+        # In table mode the Joker's side is not seen, so only full information can refuse this.
+        if a.reactivate_joker and me.joker_up and me.hand is not None:
             raise IllegalAction("R-BLOX-9", f"{me.color}'s Joker is already face up")
         if me.hand is not None:
             missing = Counter(a.cards) - Counter(me.hand)
@@ -820,8 +824,14 @@ class BloxState:
 
     def _perform(self, me: PlayerState, action: Action, effect: _Effect) -> None:
         ed = self.edition
-        blocks = me.block_counts + Counter(effect.blocks_gained)
-        blocks.subtract(effect.blocks_spent)
+        blocks = me.blocks
+        if effect.blocks_gained or effect.blocks_spent:
+            counts = dict(me.blocks)
+            for b in effect.blocks_gained:
+                counts[b] = counts.get(b, 0) + 1
+            for b in effect.blocks_spent:
+                counts[b] -= 1
+            blocks = tuple((c, counts[c]) for c in ed.colors if counts.get(c, 0) > 0)
         joker_up = me.joker_up
         if action.joker is not None:
             joker_up = False
@@ -829,26 +839,22 @@ class BloxState:
             joker_up = True
         hand = me.hand
         if hand is not None:
-            remaining = Counter(hand) - Counter(action.cards)
-            hand = tuple(remaining.elements())
+            remaining = list(hand)
+            for card in action.cards:
+                remaining.remove(card)
             self.discard_pile = (self.discard_pile or ()) + tuple(action.cards)
-            hand = self._refill(hand)
-            hand = _sorted_cards(ed, hand)
-        updated = replace(
-            me,
-            points=me.points + effect.points,
-            blocks=tuple((c, blocks[c]) for c in ed.colors if blocks[c] > 0),
-            hand=hand,
-            joker_up=joker_up,
-        )
+            hand = _sorted_cards(ed, self._refill(tuple(remaining)))
+        updated = PlayerState(me.color, me.points + effect.points, blocks, hand, joker_up)
         players = list(self.players)
         players[self.current_index] = updated
         self.players = tuple(players)
         self.board = effect.board
-        self.phase = self._phase_after(self.phase)
-        if self.end_at is None and self.phase == ed.phases and self.tower_count(ed.phases) <= 1:
-            n = len(self.players)
-            self.end_at = (self.turn // n + 1) * n  # R-BLOX-11: finish the round
+        if effect.blocks_gained or effect.blocks_spent:
+            # Only destroying and building change the towers, so only they move the phase.
+            self.phase = self._phase_after(self.phase)
+            if self.end_at is None and self.phase == ed.phases and self.tower_count(ed.phases) <= 1:
+                n = len(self.players)
+                self.end_at = (self.turn // n + 1) * n  # R-BLOX-11: finish the round
         self.turn += 1
 
     def _refill(self, hand: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,60 @@
+"""``bloxcam replay RECORDING``: referee a recorded game and print its events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from service.cli import CliError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="referee a recorded game (fixture folder or JSON Lines) and print the events",
+        description="Referee a recorded game: a fixture folder (truth.jsonl, meta.json) or a JSON Lines file.",
+    )
+    parser.add_argument("recording", help="fixture folder or .jsonl file")
+    parser.add_argument("--players", help="comma-separated player colours in turn order (default: from meta.json)")
+    parser.add_argument("--json", action="store_true", help="print events as JSON Lines")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from service.recording import RecordingError, load_recording
+    from service.referee import BloxReferee
+    from service.text import describe_event
+
+    try:
+        recording = load_recording(args.recording)
+        players = args.players.split(",") if args.players else recording.players
+    except RecordingError as exc:
+        raise CliError(str(exc)) from exc
+    if recording.game != "blox":
+        raise CliError(f"replay of {recording.game!r} recordings is not supported yet (only blox)")
+    try:
+        referee = BloxReferee(players)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    out = sys.stdout
+    for line in recording.lines:
+        for event in referee.feed(line):
+            if args.quiet:
+                continue
+            out.write((json.dumps(event) if args.json else describe_event(event)) + "\n")
+    stats = referee.stats
+    summary = (
+        f"{stats.observations} observations ({stats.unstable} not stable), {stats.actions} actions, "
+        f"{stats.illegal} illegal, {stats.unrecognised} unrecognised"
+    )
+    print(summary, file=sys.stderr if args.json else out)
+    if referee.state is not None:
+        scores = referee.state.scores()
+        line = "final scores: " + ", ".join(f"{p} {s}" for p, s in scores.items())
+        expected = recording.meta.get("final_scores")
+        if expected is not None:
+            line += " (match the recording)" if expected == scores else f" (recording says {expected})"
+        print(line, file=sys.stderr if args.json else out)
+    return 0
