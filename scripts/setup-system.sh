@@ -2,7 +2,8 @@
 # System packages the tests need, from Debian. Installs only what is missing, and only
 # when running as root (CI, a fresh Pi); otherwise says what to install.
 set -euo pipefail
-packages=()
+# chromium: the status page's browser tests (driven by Playwright)
+packages=(chromium)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

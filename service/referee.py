@@ -49,10 +49,19 @@ class BloxReferee:
 
     def feed(self, line: dict[str, Any]) -> list[dict[str, Any]]:
         """One recording line (an observation or a declaration); returns the events it caused."""
+        t = float(line.get("t", self._last_t))
         if "declare" in line:
-            return self.declare(line["declare"], t=float(line.get("t", self._last_t)))
+            self._last_t = max(self._last_t, t)
+            return self.declare(line["declare"], t=t)
         if "correct" in line:
-            return self.correct(line["correct"], t=float(line.get("t", self._last_t)))
+            self._last_t = max(self._last_t, t)
+            return self.correct(line["correct"], t=t)
+        if "undo" in line:
+            self._last_t = max(self._last_t, t)
+            return self.undo(t=t)
+        if "fault" in line:
+            self._last_t = max(self._last_t, t)
+            return [self._event(t, "fault", why=str(line["fault"]))]
         return self.observe(line)
 
     def observe(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -131,6 +140,39 @@ class BloxReferee:
             self.state.apply_action(previous)
             return [self._event(t, "illegal", player=player, legal=False, rule=exc.rule, why=exc.why)]
         return [self._event(t, "correction", player=player, action=action.to_json(), replaces=previous.to_json())]
+
+    def undo(self, t: float) -> list[dict[str, Any]]:
+        """Take back the last committed action (the players asked for it on the page)."""
+        if self.state is None or not self.state.history:
+            return [self._event(t, "illegal", legal=False, rule="R-BLOX-15", why="there is no action to undo")]
+        action = self.state.undo()
+        self._pending = None
+        return [self._event(t, "correction", undone=action.to_json(), why="the last action was taken back")]
+
+    @property
+    def clock(self) -> float:
+        """The time of the latest input, on the source's clock."""
+        return self._last_t
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the status page draws: board, scores, phase, whose turn."""
+        if self.state is None:
+            return {"game": "blox", "players": list(self.players), "started": False}
+        state = self.state
+        return {
+            "game": "blox",
+            "players": list(self.players),
+            "started": True,
+            "board": state.observation_state(),
+            "scores": state.scores(),
+            "blocks": {p.color: p.block_total for p in state.players},
+            "phase": state.phase,
+            "round": state.round,
+            "current": state.current.color,
+            "finished": state.is_terminal(),
+            "winners": state.winners() if state.is_terminal() else [],
+            "waiting": self._pending is not None,
+        }
 
     # ------------------------------------------------------------------ outputs
 

@@ -1,0 +1,106 @@
+"""``bloxcam serve``: run a table's referee and its status page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from service.errors import CliError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the referee and the status page for one table",
+        description="Run one table: the referee on its source, the game log, and the status page.",
+    )
+    parser.add_argument("--config", help="table configuration (TOML); see service/config.py")
+    parser.add_argument("--recording", help="replay this recorded game instead of the configured source")
+    parser.add_argument("--speed", type=float, help="replay speed factor (0 = as fast as possible)")
+    parser.add_argument("--host", help="address to serve on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to serve on (default 8080)")
+    parser.add_argument("--pin", help="table PIN for changes (overrides the configuration)")
+    parser.add_argument("--log", help="SQLite game log file (overrides the configuration)")
+    parser.add_argument("--quiet", action="store_true", help="do not print events to the terminal")
+    parser.set_defaults(handler=run)
+
+
+def build_config(args: argparse.Namespace):
+    from service.config import ConfigError, GameSettings, SourceSettings, TableConfig, load_config
+    from service.recording import RecordingError, load_recording
+
+    try:
+        config = load_config(args.config) if args.config else TableConfig()
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    table = config.table
+    if args.host:
+        table = replace(table, host=args.host)
+    if args.port is not None:
+        table = replace(table, port=args.port)
+    if args.pin is not None:
+        table = replace(table, pin=args.pin)
+    if args.log:
+        table = replace(table, log=Path(args.log))
+    config = replace(config, table=table)
+    if args.recording:
+        try:
+            recording = load_recording(args.recording)
+            players = tuple(recording.players)
+        except RecordingError as exc:
+            raise CliError(str(exc)) from exc
+        config = replace(
+            config,
+            source=SourceSettings("replay", args.recording, config.source.speed),
+            game=GameSettings(recording.game, players, config.game.edition),
+        )
+    if args.speed is not None:
+        if args.speed < 0:
+            raise CliError("--speed must be 0 (as fast as possible) or positive")
+        config = replace(config, source=replace(config.source, speed=args.speed))
+    if config.source.kind != "replay":
+        raise CliError(
+            f"source {config.source.kind!r}: live camera refereeing needs frame recognition, "
+            "which is not available yet; use a replay source (--recording)"
+        )
+    if not config.source.path:
+        raise CliError("nothing to referee: give --recording or a configuration with a [source] path")
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.gamelog import GameLogError
+    from service.recording import RecordingError, load_recording
+    from service.runner import ReplayRunner
+    from service.table import TableError, TableService
+    from service.text import describe_event
+    from service.web import create_app
+
+    config = build_config(args)
+    try:
+        recording = load_recording(config.source.path)
+        service = TableService(config)
+    except (RecordingError, TableError, GameLogError) as exc:
+        raise CliError(str(exc)) from exc
+    if not args.quiet:
+        service.subscribe(lambda events, reset: [print(describe_event(e), flush=True) for e in events])
+    runner = ReplayRunner(service, recording, config.source.speed)
+    app = create_app(service, runner)
+    url = f"http://{config.table.host}:{config.table.port}/"
+    resumed = f", resumed after event {service.restored_events}" if service.restored_events else ""
+    print(f"bloxcam: table {config.table.name!r}, game {service.record.id} ({config.game.name}{resumed}); page at {url}",
+          flush=True)
+    if not config.table.pin:
+        print("bloxcam: no table PIN set: the page is read-only (set [table] pin or --pin)", file=sys.stderr)
+    server = uvicorn.Server(uvicorn.Config(app, host=config.table.host, port=config.table.port, log_level="warning"))
+    runner.start()
+    try:
+        server.run()
+    finally:
+        runner.stop()
+        service.log.close()
+    return 0

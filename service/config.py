@@ -1,0 +1,186 @@
+"""A table's configuration: one TOML file, checked with errors that say what to fix.
+
+```toml
+[table]
+name = "table-1"
+pin = "2468"            # needed for every change made from the page or the API
+host = "0.0.0.0"
+port = 8080
+log = "/var/lib/bloxcam/table-1.sqlite"
+
+[game]
+name = "blox"
+players = ["green", "brown", "blue"]
+
+[source]
+kind = "replay"         # replay | opencv | picamera2
+path = "tests/fixtures/blox/game-3p"
+speed = 1.0             # replay speed factor; 0 = as fast as possible
+
+[calibration]
+file = ""
+```
+Relative paths are taken from the config file's folder.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GAMES = ("blox", "bloxo", "bloxx", "blockers", "blockout")
+SOURCES = ("replay", "opencv", "picamera2")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    name: str = "table"
+    pin: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8080
+    log: Path = Path("bloxcam.sqlite")
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    name: str = "blox"
+    players: tuple[str, ...] = ("green", "brown", "blue")
+    edition: Path | None = None
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    kind: str = "replay"
+    path: str = ""
+    speed: float = 1.0
+
+
+@dataclass(frozen=True)
+class MqttSettings:
+    """Publishing to an MQTT broker (issue 12); empty host = off."""
+
+    host: str = ""
+    port: int = 1883
+    username: str = ""
+    password: str = ""
+    tls: bool = False
+    prefix: str = "bloxcam"
+    stats_interval: float = 10.0
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    table: TableSettings = field(default_factory=TableSettings)
+    game: GameSettings = field(default_factory=GameSettings)
+    source: SourceSettings = field(default_factory=SourceSettings)
+    calibration: Path | None = None
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    path: Path | None = None
+
+
+def load_config(path: str | Path) -> TableConfig:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: no such configuration file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    return parse_config(data, path)
+
+
+def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
+    where = str(path) if path else "configuration"
+    base = path.parent if path else Path.cwd()
+    known = {"table", "game", "source", "calibration", "mqtt"}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{where}: unknown section(s) {sorted(unknown)}; expected {sorted(known)}")
+
+    def section(name: str, allowed: set[str]) -> dict[str, Any]:
+        value = data.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{name}] must be a table")
+        extra = set(value) - allowed
+        if extra:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(extra)} in [{name}]; expected {sorted(allowed)}")
+        return value
+
+    def typed(sect: str, values: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+        value = values.get(key, default)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ConfigError(f"{where}: [{sect}] {key} must be {kind.__name__}, not {value!r}")
+        return value
+
+    def resolve(p: str) -> Path:
+        candidate = Path(p).expanduser()
+        return candidate if candidate.is_absolute() else base / candidate
+
+    t = section("table", {"name", "pin", "host", "port", "log"})
+    table = TableSettings(
+        name=typed("table", t, "name", str, "table"),
+        pin=_pin(t.get("pin", ""), where),
+        host=typed("table", t, "host", str, "127.0.0.1"),
+        port=typed("table", t, "port", int, 8080),
+        log=resolve(typed("table", t, "log", str, "bloxcam.sqlite")),
+    )
+    if not 0 <= table.port <= 65535:
+        raise ConfigError(f"{where}: [table] port {table.port} is not a TCP port")
+    if table.pin and not (4 <= len(table.pin) <= 12 and table.pin.isalnum()):
+        raise ConfigError(f"{where}: [table] pin must be 4 to 12 letters or digits")
+
+    g = section("game", {"name", "players", "edition"})
+    name = typed("game", g, "name", str, "blox")
+    if name not in GAMES:
+        raise ConfigError(f"{where}: [game] name {name!r} is not one of {list(GAMES)}")
+    players = g.get("players", ["green", "brown", "blue"])
+    if not isinstance(players, list) or not all(isinstance(p, str) for p in players) or not players:
+        raise ConfigError(f"{where}: [game] players must be a list of player colours")
+    edition = g.get("edition")
+    game = GameSettings(name, tuple(players), resolve(edition) if edition else None)
+
+    s = section("source", {"kind", "path", "speed"})
+    kind = typed("source", s, "kind", str, "replay")
+    if kind not in SOURCES:
+        raise ConfigError(f"{where}: [source] kind {kind!r} is not one of {list(SOURCES)}")
+    source_path = typed("source", s, "path", str, "")
+    if kind == "replay":
+        if not source_path:
+            raise ConfigError(f"{where}: [source] path is needed for a replay source")
+        source_path = str(resolve(source_path))
+        if not Path(source_path).exists():
+            raise ConfigError(f"{where}: [source] path {source_path} does not exist")
+    speed = typed("source", s, "speed", float, 1.0)
+    if speed < 0:
+        raise ConfigError(f"{where}: [source] speed must be 0 (as fast as possible) or positive")
+    source = SourceSettings(kind, source_path, speed)
+
+    c = section("calibration", {"file"})
+    calibration = resolve(c["file"]) if c.get("file") else None
+
+    m = section("mqtt", {"host", "port", "username", "password", "tls", "prefix", "stats_interval"})
+    mqtt = MqttSettings(
+        host=typed("mqtt", m, "host", str, ""),
+        port=typed("mqtt", m, "port", int, 1883),
+        username=typed("mqtt", m, "username", str, ""),
+        password=typed("mqtt", m, "password", str, ""),
+        tls=typed("mqtt", m, "tls", bool, False),
+        prefix=typed("mqtt", m, "prefix", str, "bloxcam"),
+        stats_interval=typed("mqtt", m, "stats_interval", float, 10.0),
+    )
+    return TableConfig(table, game, source, calibration, mqtt, path)
+
+
+def _pin(value: Any, where: str) -> str:
+    # A PIN written without quotes in TOML arrives as an integer; leading zeros would be lost.
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ConfigError(f"{where}: [table] pin must be a string of 4 to 12 letters or digits")
+    return str(value)

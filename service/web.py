@@ -1,0 +1,148 @@
+"""The status page and its JSON API (FastAPI).
+
+Everyone on the network may read; every change (a new game, a declaration, a correction,
+an undo) needs the table PIN in the ``X-Table-Pin`` header. The OpenAPI description is at
+``/openapi.json`` and browsable at ``/docs``. Live updates are pushed as server-sent
+events on ``/api/stream``: one ``state`` message on connect, then an ``events`` message
+per batch of events (each with its plain-words ``text``) followed by the new ``state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from importlib import resources
+from typing import Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+
+from service.table import TableError, TableService
+from service.text import describe_event
+
+PIN_HEADER = "X-Table-Pin"
+
+
+class NewGame(BaseModel):
+    game: str = Field(description="blox, bloxo, bloxx, blockers or blockout")
+    players: list[str] = Field(min_length=1, max_length=6, description="player colours in turn order")
+
+
+class Declaration(BaseModel):
+    player: str = Field(description="the player declaring the action (their colour)")
+    action: dict[str, Any] = Field(description="the action, as in the events' `action` field")
+
+
+class Correction(BaseModel):
+    action: dict[str, Any] = Field(description="what the last action really was")
+
+
+def with_text(event: dict[str, Any]) -> dict[str, Any]:
+    return {**event, "text": describe_event(event)}
+
+
+def create_app(service: TableService, runner: Any = None) -> FastAPI:
+    app = FastAPI(
+        title="bloxcam table",
+        version="1",
+        description="Status and control of one bloxcam table. Reading is open; changes need the table PIN "
+        f"in the `{PIN_HEADER}` header.",
+    )
+    app.state.service = service
+    app.state.runner = runner
+
+    def require_pin(x_table_pin: str | None = Header(default=None, description="the table PIN")) -> None:
+        expected = service.config.table.pin
+        if not expected:
+            raise HTTPException(403, "changes are disabled: no table PIN was set at install ([table] pin)")
+        if x_table_pin is None:
+            raise HTTPException(401, f"this change needs the table PIN in the {PIN_HEADER} header")
+        if not hmac.compare_digest(x_table_pin.encode(), expected.encode()):
+            raise HTTPException(403, "wrong table PIN")
+
+    def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
+        refused = [e for e in events if e["kind"] == "illegal"]
+        if refused:
+            e = refused[0]
+            raise HTTPException(409, {"rule": e.get("rule"), "why": e.get("why"), "event": with_text(e)})
+        return {"events": [with_text(e) for e in events], "state": service.snapshot()}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        return resources.files("service").joinpath("static/index.html").read_text("utf-8")
+
+    @app.get("/api/state", summary="The game as the page draws it")
+    def state() -> dict[str, Any]:
+        return service.snapshot()
+
+    @app.get("/api/events", summary="Events of the current game after a given seq")
+    def events(after: int = Query(0, ge=0), limit: int = Query(200, ge=1, le=5000)) -> list[dict[str, Any]]:
+        return [with_text(e) for e in service.events(after, limit)]
+
+    @app.get("/api/health", summary="Is the table's referee running")
+    def health() -> dict[str, Any]:
+        ok = runner.healthy() if runner is not None else True
+        return {"ok": ok, "source": service.snapshot()["source"], "game_id": service.record.id}
+
+    @app.get("/api/frame.jpg", summary="The current camera frame with the recognised grid", responses={404: {}})
+    def frame() -> Response:
+        jpeg = getattr(runner, "latest_jpeg", None)
+        if not jpeg:
+            raise HTTPException(404, "this table's source has no camera frames (a recording of observations)")
+        return Response(jpeg, media_type="image/jpeg")
+
+    @app.post("/api/games", summary="Start a new game", dependencies=[Depends(require_pin)])
+    def new_game(body: NewGame) -> dict[str, Any]:
+        try:
+            service.start_game(body.game, body.players)
+        except TableError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        return {"state": service.snapshot()}
+
+    @app.post("/api/declare", summary="Declare an action the camera cannot see", dependencies=[Depends(require_pin)])
+    def declare(body: Declaration) -> dict[str, Any]:
+        return outcome(service.declare(body.player, body.action))
+
+    @app.post("/api/correct", summary="Correct the last recognised action", dependencies=[Depends(require_pin)])
+    def correct(body: Correction) -> dict[str, Any]:
+        return outcome(service.correct(body.action))
+
+    @app.post("/api/undo", summary="Take back the last action", dependencies=[Depends(require_pin)])
+    def undo() -> dict[str, Any]:
+        return outcome(service.undo())
+
+    @app.get("/api/stream", summary="Live updates (server-sent events)")
+    async def stream(request: Request) -> StreamingResponse:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[list[dict[str, Any]], bool]] = asyncio.Queue()
+
+        def listener(new_events: list[dict[str, Any]], reset: bool) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (new_events, reset))
+
+        async def messages():
+            service.subscribe(listener)
+            try:
+                yield _sse("state", service.snapshot())
+                while True:
+                    try:
+                        new_events, reset = await asyncio.wait_for(queue.get(), timeout=15)
+                    except TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    if new_events:
+                        yield _sse("events", [with_text(e) for e in new_events])
+                    yield _sse("state", service.snapshot())
+                    if await request.is_disconnected():
+                        return
+            finally:
+                service.unsubscribe(listener)
+
+        return StreamingResponse(messages(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _sse(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"

@@ -1,0 +1,116 @@
+"""Running a real `bloxcam serve` process for end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PIN = "2468"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method: str, url: str, body: Any = None, pin: str | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if pin is not None:
+        request.add_header("X-Table-Pin", pin)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"null")
+
+
+class Server:
+    """`bloxcam serve` in its own process, on a free port."""
+
+    def __init__(self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        args = [
+            sys.executable, "-m", "service.cli", "serve", "--recording", str(recording), "--speed", str(speed),
+            "--port", str(self.port), "--log", str(log), "--pin", pin, "--quiet",
+        ]
+        self.output = log.with_suffix(".out")
+        self._out = self.output.open("ab")
+        self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.output.read_text()}")
+            try:
+                status, _ = http("GET", self.url + "/api/health")
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError("server did not start")
+
+    def get(self, path: str) -> Any:
+        status, body = http("GET", self.url + path)
+        assert status == 200, (status, body)
+        return body
+
+    def wait_finished(self, timeout: float = 120) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            state = self.get("/api/state")
+            if state["source"]["finished"]:
+                return state
+            time.sleep(0.2)
+        raise TimeoutError("replay did not finish")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self._out.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._out.close()
+
+
+def events_in_log(log: Path) -> list[dict]:
+    """The committed events, read straight from the SQLite file."""
+    import sqlite3
+
+    db = sqlite3.connect(log)
+    try:
+        rows = db.execute("SELECT body FROM events ORDER BY game_id, seq").fetchall()
+    finally:
+        db.close()
+    return [json.loads(r[0]) for r in rows]
+
+
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("BLOXCAM_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None

@@ -1,0 +1,72 @@
+"""The status page in a real browser: headless Chromium (Debian's) driven by Playwright."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service_helpers import FIXTURES, PIN, Server, chromium_path
+
+GAME = FIXTURES / "blox" / "game-3p"
+META = json.loads((GAME / "meta.json").read_text())
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    executable = chromium_path()
+    if executable is None:
+        pytest.fail("Chromium is not installed: scripts/setup-system.sh installs Debian's chromium")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def test_page_shows_board_scores_and_verdicts_live(browser, tmp_path):
+    server = Server(GAME, tmp_path / "table.sqlite", speed=25)
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+        page.goto(server.url + "/")
+        page.wait_for_selector("#board .cell", timeout=20000)
+        assert page.locator("#board .cell").count() == 81
+        assert page.locator("#scores tbody tr").count() == 3
+        # Towers are drawn with their heights; figures appear as the game goes on.
+        heights = page.locator("#board .cell[data-kind=tower]").evaluate_all("els => els.map(e => +e.dataset.height)")
+        assert heights and all(1 <= h <= 5 for h in heights)
+        page.wait_for_selector("#events li.action", timeout=20000)
+        # The recorded illegal move is shown in plain words while the game is live.
+        illegal = page.wait_for_selector("#events li.illegal", timeout=30000)
+        assert "R-BLOX-2" in illegal.text_content() and "occupied" in illegal.text_content()
+        assert not server.get("/api/state")["finished"], "the verdict appeared while the game was running"
+        page.wait_for_selector("#board .cell[data-kind=figure]", timeout=20000)
+        page.screenshot(path=str(tmp_path / "page.png"))
+        # Then the end: the page shows the winner and the true final scores, pushed without reloading.
+        page.wait_for_function("document.getElementById('phase').textContent.includes('Game over')", timeout=90000)
+        for player, points in META["final_scores"].items():
+            assert page.locator(f"#scores tr[data-player={player}] .points").text_content() == str(points)
+        assert page.locator("#events li.end").count() == 1
+    finally:
+        server.stop()
+
+
+def test_page_controls_need_the_pin(browser, tmp_path):
+    server = Server(GAME, tmp_path / "table.sqlite", speed=0)
+    try:
+        server.wait_finished()
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        page.wait_for_selector("#board .cell")
+        page.click("#undo")
+        page.wait_for_function("document.getElementById('answer').textContent.length > 0")
+        assert "PIN" in page.text_content("#answer")
+        page.fill("#pin", PIN)
+        page.click("#exchange")
+        page.wait_for_function("document.getElementById('answer').textContent.includes('R-BLOX-11')")
+    finally:
+        server.stop()

@@ -1,0 +1,138 @@
+"""The live service end to end: a real server process, a real SQLite log, real HTTP."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from service.config import ConfigError, load_config
+from service.gamelog import GameLog, GameLogError
+from service_helpers import FIXTURES, PIN, Server, events_in_log, http
+
+GAME = FIXTURES / "blox" / "game-3p"
+META = json.loads((GAME / "meta.json").read_text())
+
+
+def test_game_log_commits_survive_reopening(tmp_path):
+    path = tmp_path / "log.sqlite"
+    log = GameLog(path)
+    game = log.start_game("blox", ["green", "brown"])
+    log.commit(game.id, {"t": 1.0, "game": "blox"}, [{"seq": 1, "t": 1.0, "kind": "phase", "phase": 2}])
+    log.commit(game.id, {"t": 2.0, "declare": {}}, [{"seq": 2, "t": 2.0, "kind": "action"}])
+    log.set_cursor("mqtt", game.id, 1)
+    # No close: the file must hold everything committed, as after a crash.
+    again = GameLog(path)
+    assert [e["seq"] for e in again.events(game.id)] == [1, 2]
+    assert again.events(game.id, after=1)[0]["kind"] == "action"
+    assert again.inputs(game.id)[1] == {"t": 2.0, "declare": {}}
+    assert again.current_game().id == game.id and again.cursor("mqtt", game.id) == 1
+    assert again.last_input_t(game.id) == 2.0
+    with pytest.raises(Exception):
+        again.commit(game.id, None, [{"seq": 2, "t": 3.0, "kind": "action"}])  # seq is unique
+    assert len(again.events(game.id)) == 2, "a failed commit leaves nothing behind"
+
+
+def test_game_log_refuses_a_file_that_is_not_one(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(GameLogError, match="not a bloxcam game log"):
+        GameLog(bad)
+
+
+def test_config_errors_are_clear(tmp_path):
+    path = tmp_path / "table.toml"
+    path.write_text('[table]\nport = "eighty"\n')
+    with pytest.raises(ConfigError, match=r"\[table\] port must be int"):
+        load_config(path)
+    path.write_text('[game]\nname = "chess"\n')
+    with pytest.raises(ConfigError, match="'chess' is not one of"):
+        load_config(path)
+    path.write_text('[source]\nkind = "replay"\npath = "missing"\n')
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(path)
+    path.write_text('[table]\npin = 12\n')
+    with pytest.raises(ConfigError, match="4 to 12"):
+        load_config(path)
+    path.write_text(f'[table]\npin = "{PIN}"\nlog = "x.sqlite"\n[source]\npath = "{GAME}"\n[wat]\n')
+    with pytest.raises(ConfigError, match="unknown section"):
+        load_config(path)
+    path.write_text(f'[table]\npin = "{PIN}"\nlog = "x.sqlite"\n[source]\npath = "{GAME}"\n')
+    config = load_config(path)
+    assert config.table.log == tmp_path / "x.sqlite" and config.table.pin == PIN
+
+
+@pytest.fixture
+def served(tmp_path):
+    server = Server(GAME, tmp_path / "table.sqlite", speed=0)
+    yield server
+    server.stop()
+
+
+def test_replayed_game_reaches_the_true_final_scores(served):
+    state = served.wait_finished()
+    assert state["scores"] == META["final_scores"]
+    assert state["finished"] and state["winners"] == META["winners"]
+    events = served.get("/api/events?after=0&limit=5000")
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    actions = [e for e in events if e["kind"] == "action"]
+    assert len(actions) == META["turns"] and all(e["text"] for e in actions)
+    illegal = [e for e in events if e["kind"] == "illegal"]
+    assert len(illegal) == 1 and illegal[0]["rule"] == "R-BLOX-2" and "ILLEGAL" in illegal[0]["text"]
+    assert events_in_log(served.log) == [{k: v for k, v in e.items() if k != "text"} for e in events]
+
+
+def test_changes_need_the_pin_and_bad_requests_get_reasons(served):
+    served.wait_finished()
+    status, body = http("POST", served.url + "/api/undo")
+    assert status == 401 and "X-Table-Pin" in body["detail"]
+    status, body = http("POST", served.url + "/api/undo", pin="0000")
+    assert status == 403 and body["detail"] == "wrong table PIN"
+    status, body = http("POST", served.url + "/api/games", {"game": "blox"}, pin=PIN)
+    assert status == 422 and body["detail"][0]["loc"] == ["body", "players"]
+    status, body = http("POST", served.url + "/api/games", {"game": "chess", "players": ["green"]}, pin=PIN)
+    assert status == 422 and "chess" in body["detail"]
+    status, body = http("GET", served.url + "/api/events?after=-1")
+    assert status == 422
+    status, body = http("GET", served.url + "/api/frame.jpg")
+    assert status == 404 and "no camera frames" in body["detail"]
+    before = served.get("/api/state")
+    status, body = http("POST", served.url + "/api/declare", {"player": "green", "action": {"type": "exchange", "cards": ["x"]}}, pin=PIN)
+    assert status == 409 and body["detail"]["rule"] == "R-BLOX-11"  # the game is over
+    assert served.get("/api/state")["scores"] == before["scores"]
+    openapi = served.get("/openapi.json")
+    assert {"/api/state", "/api/declare", "/api/undo", "/api/stream"} <= set(openapi["paths"])
+
+
+def test_new_game_undo_and_declaration_through_the_api(served):
+    served.wait_finished()
+    status, body = http("POST", served.url + "/api/games", {"game": "blox", "players": ["green", "brown"]}, pin=PIN)
+    assert status == 200 and body["state"]["players"] == ["green", "brown"] and not body["state"]["started"]
+    status, body = http("POST", served.url + "/api/undo", pin=PIN)
+    assert status == 409 and body["detail"]["rule"] == "R-BLOX-15"
+
+
+def test_kill_9_mid_game_loses_no_committed_event(tmp_path):
+    log = tmp_path / "table.sqlite"
+    server = Server(GAME, log, speed=40)
+    try:
+        deadline = time.time() + 60
+        while server.get("/api/state")["seq"] < 60:
+            assert time.time() < deadline
+            time.sleep(0.1)
+    finally:
+        server.kill()
+    committed = events_in_log(log)
+    assert len(committed) >= 60
+    restarted = Server(GAME, log, speed=0)
+    try:
+        state = restarted.wait_finished()
+        final = restarted.get("/api/events?after=0&limit=5000")
+    finally:
+        restarted.stop()
+    assert state["scores"] == META["final_scores"]
+    stripped = [{k: v for k, v in e.items() if k != "text"} for e in final]
+    assert stripped[: len(committed)] == committed, "every event committed before the kill is kept, unchanged"
+    assert [e["seq"] for e in final] == list(range(1, len(final) + 1)), "nothing lost, nothing twice"
+    assert "resumed after event" in restarted.output.read_text()
