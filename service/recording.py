@@ -70,9 +70,39 @@ def load_recording(path: str | Path) -> Recording:
         return Recording(path, meta, lines)
     if not path.exists():
         raise RecordingError(f"{path}: no such file or folder")
+    if _is_sqlite(path):
+        return _from_game_log(path)
+    lines = read_jsonl(path)
+    meta: dict[str, Any] = {}
+    if lines and "meta" in lines[0]:  # as written by `bloxcam export --inputs`
+        meta = lines.pop(0)["meta"]
     meta_file = path.with_suffix(".meta.json")
-    meta = json.loads(meta_file.read_text("utf-8")) if meta_file.exists() else {}
-    return Recording(path, meta, read_jsonl(path))
+    if meta_file.exists():
+        meta = json.loads(meta_file.read_text("utf-8"))
+    return Recording(path, meta, lines)
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(16) == b"SQLite format 3\x00"
+
+
+def _from_game_log(path: Path) -> Recording:
+    """The latest game of a table's game log, as the inputs the referee saw."""
+    from service.gamelog import GameLog, GameLogError
+
+    try:
+        log = GameLog(path)
+    except GameLogError as exc:
+        raise RecordingError(str(exc)) from exc
+    try:
+        record = log.current_game()
+        if record is None:
+            raise RecordingError(f"{path}: the game log holds no game")
+        meta = {"game": record.game, "players": record.players, "game_id": record.id}
+        return Recording(path, meta, log.inputs(record.id))
+    finally:
+        log.close()
 
 
 def _optional(path: Path) -> list[dict[str, Any]]:

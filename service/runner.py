@@ -26,9 +26,8 @@ class ReplayRunner(threading.Thread):
         self.speed = speed
         self.resume_after = service.resume_after
         self._stop_event = threading.Event()
-        #: wall-clock time (time.time) at which source time ``first_t`` was due; for latency figures
-        self.start_wall: float | None = None
-        self.first_t: float | None = None
+        self.status = service.source
+        self.status.speed = speed
         self.last_progress = time.monotonic()
 
     def stop(self) -> None:
@@ -36,9 +35,10 @@ class ReplayRunner(threading.Thread):
 
     def due_wall_time(self, t: float) -> float | None:
         """When a line of source time ``t`` was due, on the wall clock."""
-        if self.start_wall is None or self.first_t is None or self.speed <= 0:
+        status = self.status
+        if status.start_wall is None or status.first_t is None or self.speed <= 0:
             return None
-        return self.start_wall + (t - self.first_t) / self.speed
+        return status.start_wall + (t - status.first_t) / self.speed
 
     def run(self) -> None:
         lines = self.recording.lines
@@ -53,8 +53,8 @@ class ReplayRunner(threading.Thread):
                 status.position = index + 1
                 continue
             if self.speed > 0:
-                if self.first_t is None:
-                    self.first_t, self.start_wall = t, time.time()
+                if status.first_t is None:
+                    status.first_t, status.start_wall = t, time.time()
                 # Wait in short steps so the watchdog sees a live loop during long pauses.
                 while (delay := self.due_wall_time(t) - time.time()) > 0:
                     if self._stop_event.wait(min(delay, 1.0)):

@@ -9,9 +9,8 @@ publisher) see events in ``seq`` order.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from service.config import TableConfig
@@ -43,7 +42,10 @@ class SourceStatus:
     finished: bool = False
     faults: int = 0
     skipped: int = 0
-    started: float = field(default_factory=time.time)
+    speed: float = 1.0
+    #: wall-clock time at which source time ``first_t`` was due (for latency measurements)
+    start_wall: float | None = None
+    first_t: float | None = None
 
 
 class TableService:
@@ -147,13 +149,7 @@ class TableService:
                     "table": self.config.table.name,
                     "game_id": self.record.id,
                     "seq": self.referee.seq,
-                    "source": {
-                        "kind": self.source.kind,
-                        "position": self.source.position,
-                        "total": self.source.total,
-                        "finished": self.source.finished,
-                        "faults": self.source.faults,
-                    },
+                    "source": vars(self.source).copy(),
                     "stats": vars(self.referee.stats).copy(),
                 }
             )

@@ -136,3 +136,33 @@ def test_kill_9_mid_game_loses_no_committed_event(tmp_path):
     assert stripped[: len(committed)] == committed, "every event committed before the kill is kept, unchanged"
     assert [e["seq"] for e in final] == list(range(1, len(final) + 1)), "nothing lost, nothing twice"
     assert "resumed after event" in restarted.output.read_text()
+
+
+def test_export_and_replay_of_a_game_log(tmp_path):
+    import subprocess
+    import sys
+
+    server = Server(GAME, tmp_path / "table.sqlite", speed=0)
+    try:
+        server.wait_finished()
+        events = server.get("/api/events?after=0&limit=5000")
+    finally:
+        server.stop()
+    cli = [sys.executable, "-m", "service.cli"]
+    listed = subprocess.run(cli + ["export", str(server.log), "--list"], capture_output=True, text=True, check=True)
+    assert "blox" in listed.stdout and "ended" in listed.stdout
+    exported = subprocess.run(cli + ["export", str(server.log)], capture_output=True, text=True, check=True)
+    assert [json.loads(l) for l in exported.stdout.splitlines()] == [
+        {k: v for k, v in e.items() if k != "text"} for e in events
+    ]
+    inputs = tmp_path / "inputs.jsonl"
+    subprocess.run(cli + ["export", str(server.log), "--inputs", "-o", str(inputs)], check=True)
+    for source in (inputs, server.log):
+        replayed = subprocess.run(cli + ["replay", str(source), "--json"], capture_output=True, text=True, check=True)
+        assert [json.loads(l) for l in replayed.stdout.splitlines()] == exported_events(exported.stdout)
+    missing = subprocess.run(cli + ["export", str(tmp_path / "none.sqlite")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such game log" in missing.stderr
+
+
+def exported_events(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="referee a recorded game (fixture folder or JSON Lines) and print the events",
         description="Referee a recorded game: a fixture folder (truth.jsonl, meta.json) or a JSON Lines file.",
     )
-    parser.add_argument("recording", help="fixture folder or .jsonl file")
+    parser.add_argument("recording", help="fixture folder, .jsonl file, or a table's game log (.sqlite)")
     parser.add_argument("--players", help="comma-separated player colours in turn order (default: from meta.json)")
     parser.add_argument("--json", action="store_true", help="print events as JSON Lines")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
@@ -39,11 +39,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     out = sys.stdout
-    for line in recording.lines:
+    progress = Progress(len(recording.lines)) if sys.stderr.isatty() else None
+    for number, line in enumerate(recording.lines, 1):
         for event in referee.feed(line):
             if args.quiet:
                 continue
+            if progress:
+                progress.clear()
             out.write((json.dumps(event) if args.json else describe_event(event)) + "\n")
+        if progress:
+            progress.show(number)
+    if progress:
+        progress.clear()
     stats = referee.stats
     summary = (
         f"{stats.observations} observations ({stats.unstable} not stable), {stats.actions} actions, "
@@ -58,3 +65,18 @@ def run(args: argparse.Namespace) -> int:
             line += " (match the recording)" if expected == scores else f" (recording says {expected})"
         print(line, file=sys.stderr if args.json else out)
     return 0
+
+
+class Progress:
+    """A one-line progress bar on the terminal's standard error."""
+
+    def __init__(self, total: int, width: int = 30) -> None:
+        self.total, self.width = max(total, 1), width
+
+    def show(self, done: int) -> None:
+        filled = self.width * done // self.total
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {100 * done // self.total:3d}%")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        sys.stderr.write("\r" + " " * (self.width + 8) + "\r")
