@@ -40,7 +40,9 @@ def http(method: str, url: str, body: Any = None, pin: str | None = None) -> tup
 class Server:
     """`bloxcam serve` in its own process, on a free port."""
 
-    def __init__(self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN) -> None:
+    def __init__(
+        self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN, env: dict[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -50,7 +52,10 @@ class Server:
         ]
         self.output = log.with_suffix(".out")
         self._out = self.output.open("ab")
-        self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent)
+        self.process = subprocess.Popen(
+            args, stdout=self._out, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent,
+            env={**os.environ, **(env or {})},
+        )
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 30) -> None:

@@ -166,3 +166,25 @@ def test_export_and_replay_of_a_game_log(tmp_path):
 
 def exported_events(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
+
+
+def test_serve_tells_systemd_it_is_ready_and_alive(tmp_path):
+    import os
+    import socket
+
+    address = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(address)
+    sock.settimeout(10)
+    server = Server(GAME, tmp_path / "table.sqlite", speed=1, env={"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "1000000"})
+    try:
+        messages = []
+        deadline = time.time() + 10
+        while time.time() < deadline and not ({"READY=1", "WATCHDOG=1"} <= set(messages)):
+            messages += sock.recv(4096).decode().splitlines()
+        assert "READY=1" in messages and "WATCHDOG=1" in messages
+        assert any(m.startswith("STATUS=serving http://127.0.0.1:") for m in messages)
+    finally:
+        server.stop()
+        sock.close()
+    assert os.path.exists(server.log)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
+from service import systemd
 from service.errors import CliError
 
 
@@ -98,9 +101,22 @@ def run(args: argparse.Namespace) -> int:
         print("bloxcam: no table PIN set: the page is read-only (set [table] pin or --pin)", file=sys.stderr)
     server = uvicorn.Server(uvicorn.Config(app, host=config.table.host, port=config.table.port, log_level="warning"))
     runner.start()
+    # Under systemd (Type=notify): READY once the page listens; watchdog pings only while
+    # the referee loop turns, so a hung loop gets the service restarted.
+    threading.Thread(target=_notify_when_listening, args=(server, url), daemon=True).start()
+    watchdog = systemd.Watchdog(runner.healthy).start()
     try:
         server.run()
     finally:
+        systemd.stopping()
+        watchdog.stop()
         runner.stop()
         service.log.close()
     return 0
+
+
+def _notify_when_listening(server, url: str) -> None:
+    while not server.started and not server.should_exit:
+        time.sleep(0.05)
+    if server.started:
+        systemd.ready(f"serving {url}")
