@@ -1,0 +1,529 @@
+"""Block Out! stability detector: placed, counting, stood, fell (R-BLOCKOUT-3, R-BLOCKOUT-4).
+
+The accelerometer under the base measures motion, not load, so the detector reads
+signatures (all thresholds in :class:`StabilityConfig`):
+
+- **motion level** ``S``: the RMS over the last ``window_s`` of the base's motion
+  below ``lowpass_hz`` (the band of its rocking and bouncing on its soft feet),
+  summed over the three axes, with the sensor's own noise variance removed. This is
+  also the *definition* of settled used for ground truth (:func:`motion_level`), so
+  a simulator and the detector agree on what "the stack has settled" means.
+- **impulses**: the part of the signal above ``highpass_hz`` (table and base ringing
+  after an impact) exceeding ``impact_level``; a new impulse needs ``merge_s`` of
+  calm first, so one ringing impact counts once.
+
+State machine:
+
+``idle`` (stack resting or empty) --motion above ``active_level`` for
+``place_confirm_s``, not the ringing of a knock--> ``placing``: emit **placed**
+(t = onset of the motion). The placing hand wobbles, so ``S`` stays up; when it
+drops below ``settle_level`` and stays there ``hold_s``, the hand has let go and the
+stack settled: emit **counting** (t = the moment S crossed, the count's start,
+R-BLOCKOUT-3). ``count_s`` later emit **stood** (t = count start + 3.0 s).
+
+**fell** in any state, at an impulse when either (a) the base was already moving
+before it (``S`` over the ``precursor_s`` before the impulse above
+``precursor_level``, or the tilt off the resting tilt by ``tilt_level``): a stack
+tipping and unloading the base, then blocks landing; or (b) a second impulse follows
+within ``train_s``: a train of impacts; or (c) a lone impulse after which the resting
+tilt has moved by ``fall_tilt`` (``train_s`` later). A lone impulse out of a still
+base that leaves the tilt as it was is a knock on the table and changes nothing; an
+elbow moves the tilt slowly without impulses and changes nothing. ``t`` of ``fell``
+is the first impact; ``detected`` when the decision was made.
+
+An optional camera hook, ``stack_height(t) -> float | None`` (blocks or mm; None =
+not seen), confirms a fall: if the camera sees the stack no lower than before the
+impulse, the fall is vetoed and treated as a knock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from device.events import stability_event
+
+COUNT_S = 3.0  # R-BLOCKOUT-3
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    """Every threshold of the detector. Accelerations in m/s^2, times in seconds.
+
+    Defaults suit the kit (table-kit.md: base on soft feet, MPU-6050 or ADXL345 at
+    400-500 Hz); they were tuned on simulated traces with seeds below 10 000 only.
+    """
+
+    rate_hz: float | None = None
+    """Sample rate; None = inferred from the first samples' timestamps."""
+    lowpass_hz: float = 50.0
+    """Upper edge of the base's motion band (rocking 8-16 Hz, bounce 20-35 Hz)."""
+    window_s: float = 0.1
+    """RMS window of the activity level (about one period of the slowest rocking):
+    short, so a knock's ringing leaves it quickly."""
+    settle_window_s: float = 0.25
+    """RMS window of the settle level S, longer so that the sensor noise moves the
+    moment S crosses settle_level as little as possible."""
+    settle_level: float = 0.20
+    """S below this = settled (20 mg RMS; the noise floor alone is ~0.06-0.08, removed)."""
+    hold_s: float = 0.2
+    """S must stay below settle_level this long before the count is confirmed; longer
+    than the lulls of a wobbling hand."""
+    active_level: float = 0.25
+    """S above this (while idle) may be a hand placing a block."""
+    place_confirm_s: float = 0.20
+    """...for this long (a knock's ringing dies sooner; a hand stays)."""
+    count_s: float = COUNT_S
+    """The count, R-BLOCKOUT-3."""
+    highpass_hz: float = 70.0
+    """Impulses are judged above this frequency, clear of the base's own modes."""
+    impact_level: float = 0.8
+    """High-passed acceleration magnitude of an impulse (sensor noise there is
+    0.05-0.07 per axis, so impact_level / 2 is still 6 sigma)."""
+    merge_s: float = 0.015
+    """Calm (below impact_level / 2) that separates two impacts."""
+    train_s: float = 0.6
+    """Another impact (above impact_level / 2: a weaker bounce counts) within this
+    time of an impulse makes a train of impacts: a fall."""
+    precursor_s: float = 0.30
+    """Window before an impulse in which base motion means the stack was going."""
+    precursor_gap_s: float = 0.004
+    """Samples this close before the impulse are excluded (the impulse's own rise)."""
+    precursor_level: float = 0.07
+    """S over the precursor window above this = the base was moving."""
+    tilt_level: float = 0.05
+    """Resting tilt (low-passed x/y) moved by this before an impulse = stack tipping."""
+    fall_tilt: float = 0.04
+    """Resting tilt moved by this after a lone impulse = blocks left the stack."""
+    fall_quiet_s: float = 0.5
+    """After a fall, S below settle_level this long before watching for placements."""
+    calib_s: float = 0.8
+    """Initial still period used to measure the sensor's noise and the resting tilt."""
+    stood_guard_s: float = 0.25
+    """stood is emitted this long after the count ends (t is still the count's end),
+    so a block that left just before the end but lands after it still counts as a
+    fall (R-BLOCKOUT-3: a fall at any moment of the count)."""
+    fall_lead_s: float = 0.15
+    """Typical time from a block leaving the stack to its first impact (flight)."""
+    noise_var: float | None = None
+    """Total (3-axis) low-passed noise variance, used for every window; None =
+    measured during calib_s, per window."""
+
+
+# ---------------------------------------------------------------------------------
+# Filters (second-order Butterworth sections by the bilinear transform).
+
+
+def _butter2(fc: float, fs: float, kind: str) -> tuple[tuple[float, float, float], tuple[float, float]]:
+    k = math.tan(math.pi * min(fc, 0.45 * fs) / fs)
+    q = math.sqrt(2.0)
+    norm = 1.0 / (1.0 + q * k + k * k)
+    if kind == "low":
+        b = (k * k * norm, 2 * k * k * norm, k * k * norm)
+    else:
+        b = (norm, -2 * norm, norm)
+    a = (2 * (k * k - 1) * norm, (1 - q * k + k * k) * norm)
+    return b, a
+
+
+class Biquad:
+    """A second-order section over 3-vectors, one sample at a time."""
+
+    def __init__(self, fc: float, fs: float, kind: str) -> None:
+        (self.b0, self.b1, self.b2), (self.a1, self.a2) = _butter2(fc, fs, kind)
+        self.x1 = self.x2 = self.y1 = self.y2 = None  # type: ignore[assignment]
+
+    def reset(self, x: Sequence[float]) -> None:
+        """Start at rest on ``x`` (no start-up transient)."""
+        x = list(x)
+        dc = (self.b0 + self.b1 + self.b2) / (1 + self.a1 + self.a2)
+        self.x1 = list(x)
+        self.x2 = list(x)
+        self.y1 = [v * dc for v in x]
+        self.y2 = [v * dc for v in x]
+
+    def __call__(self, x: Sequence[float]) -> list[float]:
+        if self.x1 is None:
+            self.reset(x)
+        y = [
+            self.b0 * x[i] + self.b1 * self.x1[i] + self.b2 * self.x2[i] - self.a1 * self.y1[i] - self.a2 * self.y2[i]
+            for i in range(3)
+        ]
+        self.x2, self.x1 = self.x1, list(x)
+        self.y2, self.y1 = self.y1, y
+        return y
+
+
+def motion_level(acc: np.ndarray, rate_hz: float, cfg: StabilityConfig = StabilityConfig(),
+                 window_s: float | None = None) -> np.ndarray:
+    """S(t) per sample: RMS over the trailing ``settle_window_s`` of the ``lowpass_hz``
+    low-passed acceleration about its window mean, summed over axes (no noise
+    correction). The reference definition of "settled" (S < settle_level)."""
+    acc = np.asarray(acc, dtype=float)
+    lp = Biquad(cfg.lowpass_hz, rate_hz, "low")
+    lp.reset(acc[0])
+    out = np.empty_like(acc)
+    for i in range(len(acc)):
+        out[i] = lp(acc[i])
+    n = max(2, int(round((window_s or cfg.settle_window_s) * rate_hz)))
+    x = out - out[0]
+    c1 = np.cumsum(np.vstack([np.zeros((1, 3)), x]), axis=0)
+    c2 = np.cumsum(np.vstack([np.zeros((1, 3)), x * x]), axis=0)
+    idx = np.arange(len(x)) + 1
+    lo = np.maximum(idx - n, 0)
+    cnt = (idx - lo)[:, None]
+    mean = (c1[idx] - c1[lo]) / cnt
+    var = (c2[idx] - c2[lo]) / cnt - mean * mean
+    return np.sqrt(np.maximum(var.sum(axis=1), 0.0))
+
+
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Window:
+    """Running mean/variance of 3-vectors over the last n samples."""
+
+    n: int
+    buf: deque = field(default_factory=deque)
+    s1: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    s2: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    ref: list[float] | None = None
+    pushes: int = 0
+
+    def push(self, x: Sequence[float]) -> None:
+        if self.ref is None:
+            self.ref = list(x)
+        d = [x[i] - self.ref[i] for i in range(3)]
+        self.buf.append(d)
+        for i in range(3):
+            self.s1[i] += d[i]
+            self.s2[i] += d[i] * d[i]
+        if len(self.buf) > self.n:
+            o = self.buf.popleft()
+            for i in range(3):
+                self.s1[i] -= o[i]
+                self.s2[i] -= o[i] * o[i]
+        self.pushes += 1
+        if self.pushes % 4096 == 0:  # shed floating-point drift
+            self.s1 = [sum(v[i] for v in self.buf) for i in range(3)]
+            self.s2 = [sum(v[i] * v[i] for v in self.buf) for i in range(3)]
+
+    def var(self) -> float:
+        m = len(self.buf)
+        if m < 2:
+            return 0.0
+        return max(0.0, sum(self.s2[i] / m - (self.s1[i] / m) ** 2 for i in range(3)))
+
+    def mean(self) -> list[float]:
+        m = max(1, len(self.buf))
+        assert self.ref is not None
+        return [self.ref[i] + self.s1[i] / m for i in range(3)]
+
+
+class StabilityDetector:
+    """Feed samples with :meth:`update` (``t, ax, ay, az``); it returns the events
+    decided at that sample (plain dicts, observation.md's stability shape). Call
+    :meth:`finish` at the end of a recording to flush a pending ``stood``."""
+
+    def __init__(
+        self,
+        config: StabilityConfig = StabilityConfig(),
+        stack_height: Callable[[float], float | None] | None = None,
+    ) -> None:
+        self.cfg = config
+        self.stack_height = stack_height
+        self.state = "calibrating"
+        self.blocks = 0  # blocks placed since the last fall, as the detector saw them
+        self.knocks = 0
+        self.vetoed = 0
+        self._rate = config.rate_hz
+        self._first_ts: list[float] = []
+        self._pending: list[tuple[float, float, float, float]] = []
+        self._ready = False
+
+    # -- set-up -----------------------------------------------------------------------
+    def _setup(self, rate: float) -> None:
+        c = self.cfg
+        self._rate = rate
+        self._dt = 1.0 / rate
+        self._lp = Biquad(c.lowpass_hz, rate, "low")
+        self._hp = Biquad(c.highpass_hz, rate, "high")
+        self._win = _Window(max(2, int(round(c.window_s * rate))))
+        self._swin = _Window(max(2, int(round(c.settle_window_s * rate))))
+        self._pre = _Window(max(2, int(round((c.precursor_s - c.precursor_gap_s) * rate))))
+        gap = max(1, int(round(c.precursor_gap_s * rate)))
+        self._delay: deque = deque(maxlen=gap + 1)  # low-passed samples, for the gap
+        self._tilt_now: deque = deque(maxlen=max(2, int(round(0.03 * rate))))
+        self._calib: dict[str, list[float]] = {"win": [], "swin": [], "pre": []}
+        self._noise = c.noise_var
+        self._noise_s = c.noise_var
+        self._noise_pre = c.noise_var
+        self._rest: list[float] | None = None
+        self._t0: float | None = None
+        self._ready = True
+        # state
+        self._active_since: float | None = None
+        self._onset: float | None = None
+        self._below_since: float | None = None
+        self._count_start: float | None = None
+        self._count_done_at: float | None = None
+        self._quiet_since: float | None = None
+        self._last_hf: float = -1e9  # last time HF was above impact_level / 2
+        self._run_fired = False
+        self._impulse: tuple[float, list[float], float | None] | None = None  # t, rest, height
+        self._knock_until: float = -1e9
+        self._post: list[list[float]] = []
+
+    def _s(self) -> float:
+        """Activity level (short window), noise removed."""
+        return math.sqrt(max(0.0, self._win.var() - (self._noise or 0.0)))
+
+    def _settle_s(self) -> float:
+        """Settle level S (the reference definition), noise removed."""
+        return math.sqrt(max(0.0, self._swin.var() - (self._noise_s or 0.0)))
+
+    # -- main entry ---------------------------------------------------------------------
+    def update(self, t: float, ax: float, ay: float, az: float) -> list[dict[str, Any]]:
+        t, ax, ay, az = float(t), float(ax), float(ay), float(az)
+        if not self._ready:
+            self._pending.append((t, ax, ay, az))
+            if self._rate is None:
+                if len(self._pending) < 32:
+                    return []
+                dts = np.diff([p[0] for p in self._pending])
+                self._rate = 1.0 / float(np.median(dts))
+            self._setup(self._rate)
+            out: list[dict[str, Any]] = []
+            pending, self._pending = self._pending, []
+            for p in pending:
+                out += self._step(*p)
+            return out
+        return self._step(t, ax, ay, az)
+
+    def run(self, samples: Iterable[Sequence[float]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for s in samples:
+            out += self.update(float(s[0]), float(s[1]), float(s[2]), float(s[3]))
+        return out + self.finish()
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End of data: a count that already reached 3.0 s stood."""
+        out: list[dict[str, Any]] = []
+        if self._ready and self.state == "counting" and self._count_done_at is not None:
+            out.append(stability_event("stood", self._count_start + self.cfg.count_s, detected=self._last_t))
+            self.state = "idle"
+        return out
+
+    # -- per sample ---------------------------------------------------------------------
+    def _step(self, t: float, ax: float, ay: float, az: float) -> list[dict[str, Any]]:
+        c = self.cfg
+        self._last_t = t
+        x = (ax, ay, az)
+        lp = self._lp(x)
+        hp = self._hp(x)
+        self._win.push(lp)
+        self._swin.push(lp)
+        self._delay.append(lp)
+        if len(self._delay) == self._delay.maxlen:
+            self._pre.push(self._delay[0])
+        self._tilt_now.append(lp)
+        hf = math.sqrt(hp[0] ** 2 + hp[1] ** 2 + hp[2] ** 2)
+        if self._t0 is None:
+            self._t0 = t
+        if self.state == "calibrating":
+            # Each window's noise variance is measured on its own: removing a window's
+            # mean removes a share of low-passed noise that depends on its length.
+            for key, w in (("win", self._win), ("swin", self._swin), ("pre", self._pre)):
+                if len(w.buf) == w.n:
+                    self._calib[key].append(w.var())
+            if t - self._t0 >= c.calib_s:
+                if self._noise is None:
+                    est = {k: float(np.mean(v)) if v else 0.0 for k, v in self._calib.items()}
+                    self._noise, self._noise_s, self._noise_pre = est["win"], est["swin"], est["pre"] or est["swin"]
+                self._rest = self._pre.mean() if self._pre.buf else self._win.mean()
+                self.state = "idle"
+                self._quiet_since = t
+            return []
+        events: list[dict[str, Any]] = []
+        s = self._s()
+
+        # ---- impulses: falls, knocks -------------------------------------------------
+        # A "run" is HF activity above impact_level / 2 with gaps under merge_s: one
+        # impact's ringing. A run reaching impact_level is an impulse.
+        new_run = False
+        if hf > c.impact_level / 2:
+            if t - self._last_hf > c.merge_s:
+                new_run = True
+                self._run_fired = False
+            self._last_hf = t
+        new_impulse = hf > c.impact_level and not self._run_fired
+        if new_impulse:
+            self._run_fired = True
+        if self.state != "fallen":
+            if self._impulse is not None and new_run and t - self._impulse[0] <= c.train_s:
+                # Another impact (a bounce, another block) while the first still
+                # counts: a train of impacts.
+                t_first, _, h0 = self._impulse
+                events += self._fall(t_first, t, "train of impacts", h0)
+            elif new_impulse:
+                events += self._on_impulse(t, lp)
+            elif self._impulse is not None:
+                events += self._follow_impulse(t, lp)
+
+        # ---- placements and the count -----------------------------------------------
+        if self.state == "idle":
+            events += self._idle(t, s, lp)
+        elif self.state == "placing":
+            events += self._placing(t, self._settle_s())
+        elif self.state == "counting":
+            events += self._counting(t)
+        elif self.state == "fallen":
+            if s < c.settle_level and t - self._last_hf > c.merge_s:
+                if self._quiet_since is None:
+                    self._quiet_since = t
+                elif t - self._quiet_since >= c.fall_quiet_s:
+                    self.state = "idle"
+                    self._rest = self._win.mean()
+                    self._active_since = None
+            else:
+                self._quiet_since = None
+        return events
+
+    # -- impulses ---------------------------------------------------------------------------
+    def _precursor(self) -> bool:
+        c = self.cfg
+        if self.state == "placing":
+            return True  # the hand is on the stack: an impact now is the stack going
+        pre_s = math.sqrt(max(0.0, self._pre.var() - (self._noise_pre or 0.0)))
+        if pre_s > c.precursor_level:
+            return True
+        if self._rest is not None and len(self._pre.buf) == self._pre.n:
+            m = self._pre.mean()
+            return math.hypot(m[0] - self._rest[0], m[1] - self._rest[1]) > c.tilt_level
+        return False
+
+    def _height(self, t: float) -> float | None:
+        if self.stack_height is None:
+            return None
+        try:
+            return self.stack_height(t)
+        except Exception:  # noqa: BLE001 - the camera hook must not break the detector
+            return None
+
+    def _on_impulse(self, t: float, lp: list[float]) -> list[dict[str, Any]]:
+        h0 = self._height(t - self.cfg.fall_lead_s)
+        if self._precursor():
+            return self._fall(t, t, "impact after the base moved", h0)
+        self._impulse = (t, list(self._rest or lp), h0)
+        self._post = []
+        self._knock_until = t + self.cfg.train_s
+        return []
+
+    def _follow_impulse(self, t: float, lp: list[float]) -> list[dict[str, Any]]:
+        assert self._impulse is not None
+        c = self.cfg
+        t_i, rest, h0 = self._impulse
+        if t - t_i >= c.train_s - 0.25:
+            self._post.append(lp)
+        if t - t_i < c.train_s:
+            return []
+        self._impulse = None
+        moving = self._s() > c.active_level
+        if self._post and not moving:
+            m = np.mean(np.asarray(self._post), axis=0)
+            if math.hypot(m[0] - rest[0], m[1] - rest[1]) > c.fall_tilt:
+                return self._fall(t_i, t, "tilt changed after an impact", h0)
+        if moving and self.state == "idle":
+            # Not a knock: the tap of a block set on the stack, and the hand stayed.
+            self.state = "placing"
+            self.blocks += 1
+            self._below_since = None
+            return [stability_event("placed", t_i, detected=round(t, 6))]
+        self.knocks += 1
+        return []
+
+    def _fall(self, t_fall: float, t_now: float, why: str, h0: float | None) -> list[dict[str, Any]]:
+        c = self.cfg
+        h1 = self._height(t_now)
+        if h0 is not None and h1 is not None and h1 >= h0:
+            self.vetoed += 1  # the camera still sees the whole stack: a knock
+            self._impulse = None
+            self.knocks += 1
+            return []
+        out: list[dict[str, Any]] = []
+        if self.state == "counting" and self._count_start is not None:
+            end = self._count_start + c.count_s
+            if t_fall - c.fall_lead_s >= end:
+                # The count had ended before the block left: it stood, then fell.
+                out.append(stability_event("stood", end, detected=t_now))
+        self._impulse = None
+        self.state = "fallen"
+        self.blocks = 0
+        self._quiet_since = None
+        self._count_start = None
+        self._count_done_at = None
+        self._active_since = None
+        self._below_since = None
+        out.append(stability_event("fell", t_fall, detected=round(t_now, 6), why=why))
+        return out
+
+    # -- placements -----------------------------------------------------------------------
+    def _idle(self, t: float, s: float, lp: list[float]) -> list[dict[str, Any]]:
+        c = self.cfg
+        if t < self._knock_until or t - self._last_hf < c.merge_s:
+            self._active_since = None  # a knock's ringing, not a hand
+            return []
+        if s > c.active_level:
+            if self._active_since is None:
+                self._active_since = t
+            if t - self._active_since >= c.place_confirm_s:
+                self.state = "placing"
+                self.blocks += 1
+                self._below_since = None
+                onset = self._active_since - c.window_s / 2
+                return [stability_event("placed", onset, detected=round(t, 6))]
+        else:
+            self._active_since = None
+            if s < c.settle_level and self._rest is not None:
+                # Follow slow drift of the resting tilt (temperature, an elbow).
+                m = self._win.mean()
+                self._rest = [0.995 * self._rest[i] + 0.005 * m[i] for i in range(3)]
+        return []
+
+    def _placing(self, t: float, s: float) -> list[dict[str, Any]]:
+        c = self.cfg
+        if s < c.settle_level:
+            if self._below_since is None:
+                self._below_since = t
+            elif t - self._below_since >= c.hold_s:
+                self.state = "counting"
+                self._count_start = self._below_since
+                self._count_done_at = None
+                return [stability_event("counting", self._below_since, detected=round(t, 6))]
+        else:
+            self._below_since = None
+        return []
+
+    def _counting(self, t: float) -> list[dict[str, Any]]:
+        c = self.cfg
+        assert self._count_start is not None
+        end = self._count_start + c.count_s
+        if t >= end and self._count_done_at is None:
+            self._count_done_at = t
+        if self._count_done_at is not None and t >= end + c.stood_guard_s and self._impulse is None:
+            self.state = "idle"
+            self._rest = self._win.mean()
+            self._active_since = None
+            return [stability_event("stood", end, detected=round(t, 6))]
+        return []
+
+
+def detect(samples: Iterable[Sequence[float]], config: StabilityConfig = StabilityConfig(),
+           stack_height: Callable[[float], float | None] | None = None) -> list[dict[str, Any]]:
+    """All events of a whole recording (rows ``t, ax, ay, az``)."""
+    return StabilityDetector(config, stack_height).run(samples)
