@@ -3,7 +3,8 @@
 # when running as root (CI, a fresh Pi); otherwise says what to install.
 set -euo pipefail
 # chromium: the status page's browser tests (driven by Playwright)
-packages=(chromium)
+# mosquitto: the MQTT broker the many-tables tests (tests/test_mqtt.py) start on a free port
+packages=(chromium mosquitto)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

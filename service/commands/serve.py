@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pin", help="table PIN for changes (overrides the configuration)")
     parser.add_argument("--log", help="SQLite game log file (overrides the configuration)")
     parser.add_argument("--quiet", action="store_true", help="do not print events to the terminal")
+    parser.add_argument("--table-name", help="the table's name (overrides [table] name; used in MQTT topics)")
+    parser.add_argument("--mqtt-host", help="publish to this MQTT broker (overrides [mqtt] host)")
+    parser.add_argument("--mqtt-port", type=int, help="MQTT broker port (overrides [mqtt] port)")
+    parser.add_argument("--mqtt-prefix", help="MQTT topic prefix (overrides [mqtt] prefix)")
     parser.set_defaults(handler=run)
 
 
@@ -47,7 +51,15 @@ def build_config(args: argparse.Namespace):
         table = replace(table, pin=args.pin)
     if args.log:
         table = replace(table, log=Path(args.log))
+    if args.table_name:
+        table = replace(table, name=args.table_name)
     config = replace(config, table=table)
+    mqtt = config.mqtt
+    for key in ("host", "port", "prefix"):
+        value = getattr(args, f"mqtt_{key}", None)
+        if value is not None:
+            mqtt = replace(mqtt, **{key: value})
+    config = replace(config, mqtt=mqtt)
     if args.recording:
         try:
             recording = load_recording(args.recording)
@@ -92,6 +104,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         service.subscribe(lambda events, reset: [print(describe_event(e), flush=True) for e in events])
     runner = ReplayRunner(service, recording, config.source.speed)
+    publisher = None
+    if config.mqtt.host:
+        from service.mqtt import TablePublisher
+
+        try:
+            publisher = TablePublisher(service, config.mqtt)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        publisher.start()
+        print(f"bloxcam: publishing to mqtt://{config.mqtt.host}:{config.mqtt.port}/{publisher.topics['status'].rsplit('/', 1)[0]}/",
+              flush=True)
     app = create_app(service, runner)
     url = f"http://{config.table.host}:{config.table.port}/"
     resumed = f", resumed after event {service.restored_events}" if service.restored_events else ""
