@@ -97,6 +97,18 @@ class StabilityConfig:
     """S over the precursor window above this = the base was moving."""
     tilt_level: float = 0.05
     """Resting tilt (low-passed x/y) moved by this before an impulse = stack tipping."""
+    departure_window_s: float = 0.1
+    """Window before an impulse searched for the departure signature: a block tipping
+    and leaving moves the contact force on the base, so the base's tilt steps and it
+    rings at its rocking/bounce modes just before its landing (device.tracesim)."""
+    departure_ref_s: float = 0.4
+    """Reference window before departure_window_s: the base as it rested."""
+    departure_tilt: float = 0.045
+    """Mean x/y over departure_window_s off the reference by this = the load moved
+    (tilt step). Knocks out of a still base reach ~0.035 at the chips' noise floors."""
+    departure_ring: float = 0.06
+    """sqrt of the 3-axis variance over departure_window_s minus the reference's above
+    this = the base rang before the impulse. Knocks out of a still base: ~0.045."""
     fall_tilt: float = 0.04
     """Resting tilt moved by this after a lone impulse = blocks left the stack."""
     fall_quiet_s: float = 0.5
@@ -259,6 +271,8 @@ class StabilityDetector:
         gap = max(1, int(round(c.precursor_gap_s * rate)))
         self._delay: deque = deque(maxlen=gap + 1)  # low-passed samples, for the gap
         self._tilt_now: deque = deque(maxlen=max(2, int(round(0.03 * rate))))
+        self._hist: deque = deque(maxlen=max(4, int(round((c.departure_window_s + c.departure_ref_s
+                                                            + c.precursor_gap_s) * rate)) + 1))
         self._calib: dict[str, list[float]] = {"win": [], "swin": [], "pre": []}
         self._noise = c.noise_var
         self._noise_s = c.noise_var
@@ -332,6 +346,7 @@ class StabilityDetector:
         if len(self._delay) == self._delay.maxlen:
             self._pre.push(self._delay[0])
         self._tilt_now.append(lp)
+        self._hist.append(lp)
         hf = math.sqrt(hp[0] ** 2 + hp[1] ** 2 + hp[2] ** 2)
         if self._t0 is None:
             self._t0 = t
@@ -395,10 +410,31 @@ class StabilityDetector:
         return events
 
     # -- impulses ---------------------------------------------------------------------------
+    def _departure(self) -> bool:
+        """The departure signature just before an impulse (R-BLOCKOUT-3: a block left
+        the stack): over ``departure_window_s`` (minus the impulse's own rise) the base's
+        mean tilt differs from the reference window before it, or it rang there. Judged
+        only at an impulse, so its false-alarm rate is per knock, not per sample; a knock
+        out of a still base has neither (its own ringing starts with its impulse)."""
+        c = self.cfg
+        if len(self._hist) < self._hist.maxlen:
+            return False
+        rate = self._rate or 1.0
+        h = np.asarray(self._hist)
+        gap = max(1, int(round(c.precursor_gap_s * rate)))
+        nw = max(2, int(round(c.departure_window_s * rate)))
+        win = h[-gap - nw : -gap]
+        ref = h[: -gap - nw]
+        step = float(np.hypot(*(win[:, :2].mean(axis=0) - ref[:, :2].mean(axis=0))))
+        ring = math.sqrt(max(0.0, float(win.var(axis=0).sum() - ref.var(axis=0).sum())))
+        return step > c.departure_tilt or ring > c.departure_ring
+
     def _precursor(self) -> bool:
         c = self.cfg
         if self.state == "placing":
             return True  # the hand is on the stack: an impact now is the stack going
+        if self._departure():
+            return True
         pre_s = math.sqrt(max(0.0, self._pre.var() - (self._noise_pre or 0.0)))
         if pre_s > c.precursor_level:
             return True

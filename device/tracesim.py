@@ -17,11 +17,18 @@ Events:
   pressing or partly supporting it, with tremor (3-12 Hz horizontal and vertical
   forces at the stack top); release ramps the hand's force to zero in 10-30 ms and the
   base rings down freely;
-- fall: the top blocks tip (their centre of mass runs out exponentially for 0.08-0.3
-  s), unload the base as they leave it (the truth time, R-BLOCKOUT-3: a block leaves
-  the stack), fly ``sqrt(2 H / g)`` and land on the base or the table with an impulse
-  ``m v``: a high-frequency ring (80-180 Hz) plus a kick, then bounce (restitution
-  0.2-0.45); blocks landing on the base stay on it;
+- fall: the top ``k`` blocks tip as a rigid group about their support's edge
+  (:func:`_tip`: the exponential escape from balance, ``rho^2 phi'' = g h sin phi``).
+  The base feels the contact force, not the group: the normal force ``N`` at the edge
+  and the friction reaction at the support's height (lever = that height + the feet's
+  axis below the top), which tilts the base against the fall while the group
+  accelerates outward; both vanish as the group leaves (``N`` reaches zero, ~70
+  degrees), the truth time (R-BLOCKOUT-3: a block leaves the stack). A vertical load
+  change shows only as ringing (an accelerometer reads motion), a moment change as a
+  tilt step plus ringing; for light blocks both are within the chips' noise. The
+  blocks then fly (from the group's downward speed at departure), land on the base or
+  the table with an impulse ``m v``: a high-frequency ring (80-180 Hz) plus a kick,
+  then bounce (restitution 0.2-0.45); blocks landing on the base stay on it;
 - knock: a short table impulse (60-160 Hz ring, tilt unchanged);
 - elbow: the table top tilts by 0.03-0.1 degrees over 0.15-0.4 s, holds, releases.
 
@@ -49,6 +56,7 @@ from device.stability import COUNT_S, StabilityConfig, motion_level
 
 SUBSTEPS = 4
 BLOCK_HEIGHTS = {"small": 0.025, "medium": 0.05, "large": 0.075}
+BLOCK_WIDTH = 0.025  # m, every block's footprint is 25 x 25 mm (table-kit.md)
 WOOD_DENSITY = 550.0  # kg/m^3
 BASE_MASS = 0.35  # kg
 LEVER_BELOW_TOP = 0.04  # m, rocking axis (feet) below the base's top surface
@@ -63,7 +71,7 @@ CHIPS: dict[str, dict[str, Any]] = {
 
 
 def block_mass(size: str) -> float:
-    return WOOD_DENSITY * 0.025 * 0.025 * BLOCK_HEIGHTS[size]
+    return WOOD_DENSITY * BLOCK_WIDTH * BLOCK_WIDTH * BLOCK_HEIGHTS[size]
 
 
 @dataclass
@@ -397,38 +405,91 @@ def simulate(seed: int, chip: str | None = None, cfg: StabilityConfig = Stabilit
         "placements": len(plans),
         "fall": fall_kind if fall_at is not None else "none",
         "disturbances": disturb,
+        "fall_detail": None if fall_info is None else {
+            k: round(float(v), 5) for k, v in fall_info.items() if k not in ("t_impact", "last_impact")},
         "noise_sigma": list(spec["sigma"]),
     }
     return Trace(t_arr, noisy, clean, events, meta)
 
 
+def _tip(m: float, h_c: float, rho2: float, phi0: float, mu: float, dt: float
+         ) -> tuple[np.ndarray, np.ndarray, float]:
+    """A rigid group tipping about its support edge from ``phi0`` (rad past balance, at
+    rest): returns per-step contact forces on the support, vertical ``N`` (down on the
+    support) and horizontal ``F`` (on the support, positive along the fall direction),
+    until the contact force vanishes (the group leaves), and the COM's downward speed then.
+
+    Rigid body about a fixed edge: ``rho2 phi'' = g h_c sin phi`` (``rho2 = I_pivot/m``);
+    the contact force is ``m (a_com + g)``: ``N = m (g - h_c (phi'' sin phi + phi'^2 cos phi))``,
+    horizontal ``m h_c (phi'' cos phi - phi'^2 sin phi)``, pushing the support *against* the
+    fall while the group accelerates outward. Friction caps the horizontal force at
+    ``mu N`` (the edge slips); the group leaves when ``N`` reaches zero (for a uniform tall
+    group near ``cos phi = 1/3``, about 70 degrees), or, for a group whose inertia keeps
+    ``N`` just above zero, when its bottom face has turned vertical and it slides off
+    the edge (``phi = pi / 2``), its remaining load released at once. Simplification:
+    friction is checked in the support's frame, not the turning face's, so slip-off at
+    moderate angles is not modelled (it would make departures, if anything, more
+    abrupt)."""
+    phi, w = phi0, 0.0
+    ns, fs = [], []
+    k = G * h_c / rho2
+    while True:
+        # semi-implicit Euler on a 0.6 ms grid: the motion's time scale is ~50 ms
+        a = k * math.sin(phi)
+        n = m * (G - h_c * (a * math.sin(phi) + w * w * math.cos(phi)))
+        if n <= 0.0 or phi >= math.pi / 2:
+            break
+        fh = m * h_c * (a * math.cos(phi) - w * w * math.sin(phi))
+        fh = max(-mu * n, min(mu * n, fh))
+        ns.append(n)
+        fs.append(-fh)
+        w += a * dt
+        phi += w * dt
+    v_down = h_c * w * math.sin(phi)
+    return np.array(ns), np.array(fs), v_down
+
+
 def _fall(sc: _Scene, rng: random.Random, stack: list[_Block], t0: float) -> dict[str, Any]:
-    """Top blocks tip over from t0, leave the stack, land and bounce."""
+    """The top ``k`` blocks (a rigid group) tip over their support's edge from t0,
+    leave the stack when their contact force vanishes, fly, land and bounce.
+
+    A stack falls because a group's centre of mass has crept over the edge of what
+    carries it: the group then escapes that unstable balance exponentially, from a
+    small angle ``phi0`` (log-uniform 0.003-0.03 rad; smaller angles only add quiet
+    time before t0). So the edge is taken under the group's centre of mass ``r_f``, and
+    the group's load, ``m g`` at ``r_f`` while it stood, becomes the contact force at the
+    edge: ``N`` there, and the friction force at the support's height, whose lever
+    about the feet is the support's height plus ``LEVER_BELOW_TOP``. Both go to zero as
+    the group leaves (the truth time, R-BLOCKOUT-3). Wood on wood ``mu`` 0.25-0.5
+    (static friction, engineering tables)."""
     k = len(stack) if rng.random() < 0.5 else rng.randint(1, len(stack))
     group = stack[-k:]
     m_f = sum(b.mass for b in group)
     r_f = sum(b.mass * b.r for b in group) / m_f
-    tip = rng.uniform(0.08, 0.3)
-    tau = tip / 4
-    t_leave = t0 + tip
-    d = rng.uniform(0.012, 0.04)
+    z_s = group[0].z
+    h_c = sum(b.mass * (b.z - z_s + b.height / 2) for b in group) / m_f
+    inertia = sum(b.mass * ((BLOCK_WIDTH**2 + b.height**2) / 12 + (b.z - z_s + b.height / 2) ** 2) for b in group)
+    phi0 = math.exp(rng.uniform(math.log(0.003), math.log(0.03)))
+    mu = rng.uniform(0.25, 0.5)
     u = _unit(rng)
-    # Remove the group's static load from t0; replace it by the tipping load.
+    ns, fs, v_down = _tip(m_f, h_c, inertia / m_f, phi0, mu, sc.dt)
+    t_leave = t0 + len(ns) * sc.dt
+    lever = z_s + LEVER_BELOW_TOP
     sl_after = sc.span(t0, sc.n / sc.fs)
     sc.force[sl_after] -= m_f * G
     sc.moment[sl_after] -= m_f * G * r_f
-    sl = sc.span(t0, t_leave)
-    s = sc.tt[sl] - t0
-    out = (np.exp(s / tau) - 1) / (math.exp(tip / tau) - 1)
-    unload_w = 0.025
-    load = np.clip((t_leave - sc.tt[sl]) / unload_w, 0, 1)
-    sc.force[sl] += m_f * G * load
-    sc.moment[sl] += (m_f * G * load)[:, None] * (r_f[None, :] + d * out[:, None] * u[None, :])
+    i0 = sc.idx(t0)
+    i1 = min(sc.n, i0 + len(ns))
+    ns, fs = ns[: i1 - i0], fs[: i1 - i0]
+    sc.force[i0:i1] += ns
+    sc.moment[i0:i1] += ns[:, None] * r_f[None, :] + (fs * lever)[:, None] * u[None, :]
     impacts = []
     for j, b in enumerate(group):
+        # Each block's centre drops to the table from its height, starting with the
+        # group's downward speed at departure.
         h = b.z + b.height / 2 + 0.01
-        v = math.sqrt(2 * G * h)
-        t_land = t_leave + rng.uniform(0, 0.04) * j + math.sqrt(2 * h / G)
+        v = math.sqrt(v_down * v_down + 2 * G * h)
+        t_land = t_leave + rng.uniform(0, 0.04) * j + (v - v_down) / G
         on_base = rng.random() < 0.3
         gain = rng.uniform(1500, 3000) if on_base else rng.uniform(200, 500)
         r_land = u * rng.uniform(0.04, 0.055) if on_base else np.zeros(2)
@@ -446,7 +507,8 @@ def _fall(sc: _Scene, rng: random.Random, stack: list[_Block], t0: float) -> dic
             t_land += 2 * v / G
         if on_base:
             sc.add_static_load(t_land, b.mass, r_land)
-    return {"t_leave": t_leave, "t_impact": min(impacts), "last_impact": max(impacts), "blocks": k}
+    return {"t_leave": t_leave, "t_impact": min(impacts), "last_impact": max(impacts), "blocks": k,
+            "tip_s": t_leave - t0, "phi0": phi0, "mu": mu, "group_mass": m_f, "support_height": z_s}
 
 
 def _settle_time(t: np.ndarray, level: np.ndarray, after: float, cfg: StabilityConfig) -> float | None:

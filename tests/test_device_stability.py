@@ -1,6 +1,6 @@
 """Block Out! stability detector (R-BLOCKOUT-3, R-BLOCKOUT-4) and the trace simulator.
 
-Seeds used here and while tuning are below 10 000; bench/stability.py uses 10 000+.
+Seeds used here and while tuning are below 10 000; bench/stability.py uses 20 000+ (held out).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from device.accelcsv import read_csv
 from device.stability import StabilityConfig, StabilityDetector, detect, motion_level
-from device.tracesim import CHIPS, simulate
+from device.tracesim import BLOCK_WIDTH, CHIPS, _tip, simulate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "blockout"
 MINE = ["fall-during-count", "knocks-then-stood", "elbow-then-stood", "fall-while-placing"]
@@ -233,3 +233,67 @@ def test_detector_is_incremental():
             assert e["detected"] <= row[0] + 1e-9  # nothing is decided from the future
     inc += det.finish()
     assert inc == _run(tr)
+
+
+# -- the departure signature (R-BLOCKOUT-3: the stack falls when a block leaves it) ---
+
+
+def test_tipping_group_loads_its_edge_within_friction_and_leaves_when_contact_ends():
+    """A tipping group presses on its support's edge (N), pushes it back by friction
+    no more than mu N, and leaves when N reaches zero: the departure."""
+    m, h, mu = 0.043, 0.05, 0.3
+    rho2 = (BLOCK_WIDTH**2 + (2 * h) ** 2) / 12 + h * h
+    ns, fs, v_down = _tip(m, h, rho2, 0.01, mu, 1 / 1600)
+    assert ns[0] == pytest.approx(m * G, rel=1e-3)  # at first it still carries its weight
+    assert (ns > 0).all() and ns[-1] < 0.3 * m * G  # slides off its face, most load gone
+    assert (np.abs(fs) <= mu * ns + 1e-12).all()
+    assert fs.min() < -0.1 * m * G  # the reaction pushes the support against the fall
+    assert 0.1 < len(ns) / 1600 < 1.0 and v_down > 0
+
+
+def test_a_departure_moves_the_base_before_the_impact():
+    """The base's tilt follows the group's contact force while it tips, before any
+    impact: the simulator carries the departure signature, no marker."""
+    tr = simulate(29)
+    fell = [e for e in tr.events if e["event"] == "fell"][0]
+    tip = tr.meta["fall_detail"]["tip_s"]
+    rest = tr.clean[(tr.t > fell["t"] - tip - 0.4) & (tr.t < fell["t"] - tip), :2].mean(axis=0)
+    tipping = tr.clean[(tr.t > fell["t"] - 0.1) & (tr.t < fell["t"]), :2]
+    assert np.linalg.norm(tipping - rest, axis=1).max() > 0.05
+    assert fell["t_impact"] > fell["t"] + 0.05
+
+
+def test_tilt_step_before_a_lone_impulse_is_a_fall_at_once():
+    """A lone impulse is a knock unless the base's load moved just before it."""
+    t, acc = _quiet(6)
+    acc[(t > 2.93) & (t < 3.03), 1] += 0.1  # the group tipping, then gone
+    _ring(t, acc, 3.035, 6.0)
+    ev = _events(t, acc)
+    assert [e["event"] for e in ev] == ["fell"]
+    assert ev[0]["detected"] - ev[0]["t"] < 0.01
+    _, quiet = _quiet(6)
+    _ring(t, quiet, 3.035, 6.0)
+    assert _events(t, quiet) == []
+
+
+@pytest.mark.parametrize("seed", [376, 381])
+def test_small_block_falling_from_a_low_stack_is_detected(seed):
+    tr = simulate(seed, placements=1, fall="count")
+    assert tr.meta["fall_detail"]["group_mass"] < 0.01 and tr.meta["fall_detail"]["support_height"] <= 0.05
+    _match(tr.events, _run(tr))
+
+
+@pytest.mark.parametrize("seed,kind", [(333, "knock"), (340, "knock"), (322, "elbow"), (368, "elbow")])
+def test_knock_or_elbow_during_the_count_is_not_a_fall(seed, kind):
+    tr = simulate(seed, placements=1)
+    counting = [e["t"] for e in tr.events if e["event"] == "counting"][0]
+    assert any(d["type"] == kind and counting < d["t"] < counting + 3.0 for d in tr.meta["disturbances"])
+    _match(tr.events, _run(tr))
+
+
+@pytest.mark.parametrize("seed", [501, 502])
+def test_placing_hands_wobble_is_not_a_fall(seed):
+    tr = simulate(seed, placements=3, fall="none")
+    ev = _run(tr)
+    assert not [e for e in ev if e["event"] == "fell"]
+    _match(tr.events, ev)
