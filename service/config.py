@@ -25,10 +25,11 @@ Relative paths are taken from the config file's folder.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from service.tomlconfig import TomlReader, load_toml
 
 GAMES = ("blox", "bloxo", "bloxx", "blockers", "blockout")
 SOURCES = ("replay", "opencv", "picamera2")
@@ -86,39 +87,14 @@ class TableConfig:
 
 def load_config(path: str | Path) -> TableConfig:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: no such configuration file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    return parse_config(data, path)
+    return parse_config(load_toml(path, ConfigError), path)
 
 
 def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     where = str(path) if path else "configuration"
     base = path.parent if path else Path.cwd()
-    known = {"table", "game", "source", "calibration", "mqtt"}
-    unknown = set(data) - known
-    if unknown:
-        raise ConfigError(f"{where}: unknown section(s) {sorted(unknown)}; expected {sorted(known)}")
-
-    def section(name: str, allowed: set[str]) -> dict[str, Any]:
-        value = data.get(name, {})
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: [{name}] must be a table")
-        extra = set(value) - allowed
-        if extra:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(extra)} in [{name}]; expected {sorted(allowed)}")
-        return value
-
-    def typed(sect: str, values: dict[str, Any], key: str, kind: type, default: Any) -> Any:
-        value = values.get(key, default)
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ConfigError(f"{where}: [{sect}] {key} must be {kind.__name__}, not {value!r}")
-        return value
+    reader = TomlReader(data, where, ConfigError, {"table", "game", "source", "calibration", "mqtt"})
+    section, typed = reader.section, reader.typed
 
     def resolve(p: str) -> Path:
         candidate = Path(p).expanduser()

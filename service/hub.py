@@ -56,7 +56,6 @@ import os
 import sys
 import threading
 import time
-import tomllib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +67,7 @@ from fastapi import Body, Depends, FastAPI, Header, HTTPException, Query, Reques
 from fastapi.responses import HTMLResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
+from service.tomlconfig import TomlReader, load_toml
 from service.mqtt import check_prefix, check_topic_part, configure_client
 from service.text import describe_event
 
@@ -122,36 +122,14 @@ class HubConfig:
 
 def load_hub_config(path: str | Path) -> HubConfig:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError as exc:
-        raise HubConfigError(f"{path}: no such configuration file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise HubConfigError(f"{path}: not valid TOML ({exc})") from exc
-    return parse_hub_config(data, path)
+    return parse_hub_config(load_toml(path, HubConfigError), path)
 
 
 def parse_hub_config(data: dict[str, Any], path: Path | None = None) -> HubConfig:
     where = str(path) if path else "hub configuration"
     base = path.parent if path else Path.cwd()
-    known = {"broker", "hub", "tournament"}
-    if set(data) - known:
-        raise HubConfigError(f"{where}: unknown section(s) {sorted(set(data) - known)}; expected {sorted(known)}")
-
-    def section(name: str, allowed: set[str]) -> dict[str, Any]:
-        value = data.get(name, {})
-        if not isinstance(value, dict):
-            raise HubConfigError(f"{where}: [{name}] must be a table")
-        extra = set(value) - allowed
-        if extra:
-            raise HubConfigError(f"{where}: unknown key(s) {sorted(extra)} in [{name}]; expected {sorted(allowed)}")
-        return value
-
-    def typed(sect: str, values: dict[str, Any], key: str, kind: type, default: Any) -> Any:
-        value = values.get(key, default)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise HubConfigError(f"{where}: [{sect}] {key} must be {kind.__name__}, not {value!r}")
-        return value
+    reader = TomlReader(data, where, HubConfigError, {"broker", "hub", "tournament"})
+    section, typed = reader.section, reader.typed
 
     b = section("broker", {"host", "port", "username", "password", "tls", "ca_file", "prefix", "client_id"})
     broker = BrokerSettings(

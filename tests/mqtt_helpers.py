@@ -14,13 +14,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from service_helpers import PIN, free_port, http
+from service_helpers import PIN, Process, free_port, http
 
 ROOT = Path(__file__).parent.parent
 MOSQUITTO_CANDIDATES = (os.environ.get("BLOXCAM_MOSQUITTO"), "/usr/sbin/mosquitto", shutil.which("mosquitto"))
@@ -144,49 +143,6 @@ class Subscriber:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
-
-
-class Process:
-    """A `bloxcam` sub-command in its own process, with its output in a file."""
-
-    def __init__(self, args: list[str], output: Path, url: str, ready_path: str, env: dict[str, str] | None = None) -> None:
-        self.url = url
-        self.output = output
-        self._out = output.open("ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "service.cli", *args], stdout=self._out,
-                                        stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})})
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"bloxcam {args[0]} exited: {output.read_text()}")
-            try:
-                if http("GET", url + ready_path)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise TimeoutError(f"bloxcam {args[0]} did not start: {output.read_text()}")
-
-    def get(self, path: str) -> Any:
-        status, body = http("GET", self.url + path)
-        assert status == 200, (status, body)
-        return body
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-        self._out.close()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        if not self._out.closed:
-            self._out.close()
 
 
 def mqtt_table(name: str, recording: Path, folder: Path, broker_port: int, speed: float, prefix: str = "bloxcam",

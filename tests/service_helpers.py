@@ -37,54 +37,35 @@ def http(method: str, url: str, body: Any = None, pin: str | None = None) -> tup
         return err.code, json.loads(err.read() or b"null")
 
 
-class Server:
-    """`bloxcam serve` in its own process, on a free port."""
+class Process:
+    """A `bloxcam` sub-command in its own process, with its output in a file, ready when ``ready_path`` answers."""
 
     def __init__(
-        self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN, env: dict[str, str] | None = None
+        self, args: list[str], output: Path, url: str, ready_path: str = "/api/health", env: dict[str, str] | None = None
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        args = [
-            sys.executable, "-m", "service.cli", "serve", "--recording", str(recording), "--speed", str(speed),
-            "--port", str(self.port), "--log", str(log), "--pin", pin, "--quiet",
-        ]
-        self.output = log.with_suffix(".out")
-        self._out = self.output.open("ab")
+        self.url = url
+        self.output = output
+        self._out = output.open("ab")
         self.process = subprocess.Popen(
-            args, stdout=self._out, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent,
-            env={**os.environ, **(env or {})},
+            [sys.executable, "-m", "service.cli", *args], stdout=self._out, stderr=subprocess.STDOUT,
+            cwd=Path(__file__).parent.parent, env={**os.environ, **(env or {})},
         )
-        self.wait_ready()
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.time() + timeout
+        deadline = time.time() + 30
         while time.time() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.output.read_text()}")
+                raise RuntimeError(f"bloxcam {args[0]} exited: {output.read_text()}")
             try:
-                status, _ = http("GET", self.url + "/api/health")
-                if status == 200:
+                if http("GET", url + ready_path)[0] == 200:
                     return
             except OSError:
                 pass
             time.sleep(0.1)
-        raise TimeoutError("server did not start")
+        raise TimeoutError(f"bloxcam {args[0]} did not start: {output.read_text()}")
 
     def get(self, path: str) -> Any:
         status, body = http("GET", self.url + path)
         assert status == 200, (status, body)
         return body
-
-    def wait_finished(self, timeout: float = 120) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            state = self.get("/api/state")
-            if state["source"]["finished"]:
-                return state
-            time.sleep(0.2)
-        raise TimeoutError("replay did not finish")
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -99,7 +80,32 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        self._out.close()
+        if not self._out.closed:
+            self._out.close()
+
+
+class Server(Process):
+    """`bloxcam serve` replaying a recording, on a free port."""
+
+    def __init__(
+        self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN, env: dict[str, str] | None = None
+    ) -> None:
+        self.port = free_port()
+        self.log = log
+        args = [
+            "serve", "--recording", str(recording), "--speed", str(speed), "--port", str(self.port),
+            "--log", str(log), "--pin", pin, "--quiet",
+        ]
+        super().__init__(args, log.with_suffix(".out"), f"http://127.0.0.1:{self.port}", env=env)
+
+    def wait_finished(self, timeout: float = 120) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            state = self.get("/api/state")
+            if state["source"]["finished"]:
+                return state
+            time.sleep(0.2)
+        raise TimeoutError("replay did not finish")
 
 
 def events_in_log(log: Path) -> list[dict]:

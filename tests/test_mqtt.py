@@ -149,6 +149,10 @@ def test_broker_restart_mid_game_every_event_exactly_once_by_seq(room):
         for game_id, events in logs[name].items():
             assert cursor(table.log, game_id) == events[-1]["seq"]
     assert events_in_log(tables["table-1"][0].log) == logs["table-1"][1]
+    # The two tables whose broker went away reconnected, and say so in their stats at the hub.
+    hub = room["hub"]
+    wait_for(lambda: all(hub.get(f"/api/tables/{n}")["stats"]["reconnects"] >= 1 for n in ("table-1", "table-2")),
+             10, "stats after the reconnect")
 
 
 def test_hub_shows_every_table_with_health_and_standings(room):
@@ -178,9 +182,6 @@ def test_hub_shows_every_table_with_health_and_standings(room):
         assert view["last_action"]["kind"] == "end" and view["last_action"]["seq"] == last["seq"]
         assert "game over" in view["last_action"]["text"]
         assert view["stats"] is not None and view["stats"]["backlog"] == 0
-    # The two tables whose broker went away reconnected, and say so in their stats.
-    wait_for(lambda: all(hub.get(f"/api/tables/{n}")["stats"]["reconnects"] >= 1 for n in ("table-1", "table-2")),
-             10, "stats after the reconnect")
     events = hub.get("/api/tables/table-2/events?after=260")
     assert [e["seq"] for e in events] == list(range(261, 269)) and all(e["text"] for e in events)
 
