@@ -21,7 +21,6 @@ from typing import Any
 
 from service_helpers import PIN, Process, free_port, http
 
-ROOT = Path(__file__).parent.parent
 MOSQUITTO_CANDIDATES = (os.environ.get("BLOXCAM_MOSQUITTO"), "/usr/sbin/mosquitto", shutil.which("mosquitto"))
 
 
