@@ -16,6 +16,8 @@ players = ["green", "brown", "blue"]
 kind = "replay"         # replay | opencv | picamera2
 path = "tests/fixtures/blox/game-3p"
 speed = 1.0             # replay speed factor; 0 = as fast as possible
+frames = true           # a replayed fixture with camera frames goes through recognition
+stable_seconds = 1.0    # stillness needed before a board is committed
 
 [calibration]
 file = ""
@@ -57,9 +59,20 @@ class GameSettings:
 
 @dataclass(frozen=True)
 class SourceSettings:
+    """Where the table's inputs come from.
+
+    ``replay``: a recorded fixture folder; when it holds camera frames they go through
+    recognition (``frames = true``, the default), else its recorded observations are
+    replayed. ``opencv`` (``path``: webcam number or video file) and ``picamera2``:
+    a live camera, which needs a calibration file. ``stable_seconds``: how long the
+    scene must be still before an observation is stable and may be committed.
+    """
+
     kind: str = "replay"
     path: str = ""
     speed: float = 1.0
+    frames: bool = True
+    stable_seconds: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,7 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     edition = g.get("edition")
     game = GameSettings(name, tuple(players), resolve(edition) if edition else None)
 
-    s = section("source", {"kind", "path", "speed"})
+    s = section("source", {"kind", "path", "speed", "frames", "stable_seconds"})
     kind = typed("source", s, "kind", str, "replay")
     if kind not in SOURCES:
         raise ConfigError(f"{where}: [source] kind {kind!r} is not one of {list(SOURCES)}")
@@ -137,7 +150,10 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     speed = typed("source", s, "speed", float, 1.0)
     if speed < 0:
         raise ConfigError(f"{where}: [source] speed must be 0 (as fast as possible) or positive")
-    source = SourceSettings(kind, source_path, speed)
+    stable_seconds = typed("source", s, "stable_seconds", float, 1.0)
+    if stable_seconds < 0:
+        raise ConfigError(f"{where}: [source] stable_seconds must not be negative")
+    source = SourceSettings(kind, source_path, speed, typed("source", s, "frames", bool, True), stable_seconds)
 
     c = section("calibration", {"file"})
     calibration = resolve(c["file"]) if c.get("file") else None

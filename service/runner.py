@@ -77,3 +77,86 @@ class ReplayRunner(threading.Thread):
         if not self.is_alive():
             return self.service.source.finished or self._stop_event.is_set()
         return time.monotonic() - self.last_progress < 30
+
+
+class CameraRunner(threading.Thread):
+    """The live pipeline: frames -> recognition -> stability gate -> referee.
+
+    ``frames`` iterates :class:`device.camera.Frame` objects and ``fault`` event dicts
+    (as :class:`device.camera.ResilientCamera` yields them). Every observation goes to
+    the referee, which commits only stable ones. Page declarations recorded with a
+    replayed fixture (``inputs``) are fed at their times between frames. After a
+    restart, frames up to ``service.resume_after`` are skipped.
+    """
+
+    #: the page's camera view is refreshed at most this often (JPEG encoding costs time)
+    OVERLAY_INTERVAL_S = 0.5
+
+    def __init__(self, service: TableService, frames: Any, recognizer: Any, inputs: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(name="bloxcam-camera", daemon=True)
+        self.service = service
+        self.frames = frames
+        self.recognizer = recognizer
+        self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
+        self.resume_after = service.resume_after
+        self.latest_jpeg: bytes | None = None
+        self._last_overlay = 0.0
+        self._stop_event = threading.Event()
+        self.last_progress = time.monotonic()
+        self.recognition_ms: list[float] = []
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def healthy(self) -> bool:
+        if not self.is_alive():
+            return self.service.source.finished or self._stop_event.is_set()
+        return time.monotonic() - self.last_progress < 30
+
+    def run(self) -> None:
+        status = self.service.source
+        pending = list(self.inputs)
+        for item in self.frames:
+            if self._stop_event.is_set():
+                return
+            self.last_progress = time.monotonic()
+            if isinstance(item, dict):  # a fault from the camera: reported, the game untouched
+                self.service.fault(f"camera {item.get('fault', 'fault')}: {item.get('detail', '')}".strip())
+                continue
+            while pending and float(pending[0].get("t", 0.0)) <= item.t:
+                self._feed_input(pending.pop(0))
+            if self.resume_after is not None and item.t <= self.resume_after:
+                status.skipped += 1
+                continue
+            started = time.perf_counter()
+            try:
+                observation = self.recognizer.process(item.image, item.t, item.index, item.lores)
+            except Exception as exc:  # one bad frame must not stop the table
+                traceback.print_exc()
+                self.service.fault(f"frame {item.index} could not be recognised: {exc}")
+                continue
+            self.recognition_ms.append((time.perf_counter() - started) * 1000)
+            del self.recognition_ms[:-200]
+            status.position = item.index + 1
+            self.service.feed(observation)
+            self._refresh_overlay(item.image, observation)
+        for line in pending:
+            self._feed_input(line)
+        status.finished = True
+
+    def _feed_input(self, line: dict[str, Any]) -> None:
+        if self.resume_after is not None and float(line.get("t", 0.0)) <= self.resume_after:
+            return
+        self.service.feed(line)
+
+    def _refresh_overlay(self, image: Any, observation: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - self._last_overlay < self.OVERLAY_INTERVAL_S:
+            return
+        self._last_overlay = now
+        import cv2
+
+        drawn = self.recognizer.overlay(image, observation)
+        ok, data = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
+        if ok:
+            self.latest_jpeg = data.tobytes()

@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pin", help="table PIN for changes (overrides the configuration)")
     parser.add_argument("--log", help="SQLite game log file (overrides the configuration)")
     parser.add_argument("--quiet", action="store_true", help="do not print events to the terminal")
+    parser.add_argument("--observations", action="store_true",
+                        help="replay a fixture's recorded observations even when it has camera frames")
+    parser.add_argument("--stable-seconds", type=float, help="stillness before a board is committed (default 1.0)")
+    parser.add_argument("--calibration", help="calibration file (overrides [calibration] file)")
     parser.add_argument("--table-name", help="the table's name (overrides [table] name; used in MQTT topics)")
     parser.add_argument("--mqtt-host", help="publish to this MQTT broker (overrides [mqtt] host)")
     parser.add_argument("--mqtt-port", type=int, help="MQTT broker port (overrides [mqtt] port)")
@@ -35,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_config(args: argparse.Namespace):
-    from service.config import ConfigError, GameSettings, SourceSettings, TableConfig, load_config
+    from service.config import ConfigError, GameSettings, TableConfig, load_config
     from service.recording import RecordingError, load_recording
 
     try:
@@ -68,21 +72,72 @@ def build_config(args: argparse.Namespace):
             raise CliError(str(exc)) from exc
         config = replace(
             config,
-            source=SourceSettings("replay", args.recording, config.source.speed),
+            source=replace(config.source, kind="replay", path=args.recording),
             game=GameSettings(recording.game, players, config.game.edition),
         )
+    if args.observations:
+        config = replace(config, source=replace(config.source, frames=False))
+    if args.stable_seconds is not None:
+        config = replace(config, source=replace(config.source, stable_seconds=args.stable_seconds))
+    if args.calibration:
+        config = replace(config, calibration=Path(args.calibration))
     if args.speed is not None:
         if args.speed < 0:
             raise CliError("--speed must be 0 (as fast as possible) or positive")
         config = replace(config, source=replace(config.source, speed=args.speed))
-    if config.source.kind != "replay":
-        raise CliError(
-            f"source {config.source.kind!r}: live camera refereeing needs frame recognition, "
-            "which is not available yet; use a replay source (--recording)"
-        )
-    if not config.source.path:
+    if config.source.kind == "replay" and not config.source.path:
         raise CliError("nothing to referee: give --recording or a configuration with a [source] path")
+    if config.source.kind != "replay" and config.calibration is None:
+        raise CliError(
+            f"a live {config.source.kind} camera needs a calibration file: run `bloxcam calibrate lens` and "
+            "`bloxcam calibrate board`, then set [calibration] file (or --calibration)"
+        )
     return config
+
+
+def has_frames(folder: Path) -> bool:
+    return (folder / "frames").is_dir() or (folder / "video.mp4").is_file()
+
+
+def make_runner(config, service, recording):
+    """The source runner: recognition of camera frames, or a replay of recorded observations."""
+    from service.runner import CameraRunner, ReplayRunner
+
+    source = config.source
+    folder = Path(source.path) if source.kind == "replay" else None
+    if folder is not None and not (source.frames and folder.is_dir() and has_frames(folder)):
+        return ReplayRunner(service, recording, source.speed)
+    import vision
+    from calibration.store import CalibrationError, load_calibration
+    from device.camera import CameraConfig, ReplaySource, ResilientCamera, open_source
+
+    try:
+        if config.calibration is not None:
+            calibration = load_calibration(config.calibration)
+        else:
+            from vision.evaluate import calibration_from_dir
+
+            calibration = calibration_from_dir(folder / "calibration", config.game.name)
+        recognizer = vision.make_recognizer(config.game.name, calibration, stable_seconds=source.stable_seconds)
+    except (CalibrationError, ValueError) as exc:
+        raise CliError(f"cannot set up recognition: {exc}") from exc
+    if folder is not None:
+        speed = source.speed
+
+        def make_source():
+            if speed <= 0:
+                return ReplaySource(folder)
+            # Recorded times run ``speed`` times faster than the wall clock.
+            return ReplaySource(folder, realtime=True, clock=lambda: time.monotonic() * speed,
+                                sleep=lambda s: time.sleep(s / speed))
+
+        inputs = [line for line in recording.lines if "game" not in line]
+        # A replayed fixture's frames keep their recorded times: the declarations are timed on them.
+        camera = ResilientCamera(make_source, give_up_s=0, live_clock=False)
+        return CameraRunner(service, camera, recognizer, inputs)
+    camera_config = CameraConfig(kind=source.kind, device=source.path or 0)
+    return CameraRunner(service, ResilientCamera(lambda: open_source(camera_config), live_clock=True), recognizer)
+
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,20 +145,19 @@ def run(args: argparse.Namespace) -> int:
 
     from service.gamelog import GameLogError
     from service.recording import RecordingError, load_recording
-    from service.runner import ReplayRunner
     from service.table import TableError, TableService
     from service.text import describe_event
     from service.web import create_app
 
     config = build_config(args)
     try:
-        recording = load_recording(config.source.path)
+        recording = load_recording(config.source.path) if config.source.kind == "replay" else None
         service = TableService(config)
     except (RecordingError, TableError, GameLogError) as exc:
         raise CliError(str(exc)) from exc
     if not args.quiet:
         service.subscribe(lambda events, reset: [print(describe_event(e), flush=True) for e in events])
-    runner = ReplayRunner(service, recording, config.source.speed)
+    runner = make_runner(config, service, recording)
     publisher = None
     if config.mqtt.host:
         from service.mqtt import TablePublisher
