@@ -160,3 +160,73 @@ class CameraRunner(threading.Thread):
         ok, data = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
         if ok:
             self.latest_jpeg = data.tobytes()
+
+
+class AccelRunner(threading.Thread):
+    """Block Out!'s stack sensor: accelerometer samples -> stability detector -> referee.
+
+    ``samples`` yields ``(t, ax, ay, az)`` tuples (a recorded ``accel.csv``, or a live
+    driver) or ``fault`` event dicts. The detector's ``placed``/``counting``/``stood``/
+    ``fell`` events are fed to the referee with the page's declarations (``inputs``) in
+    time order. After a restart the detector runs again from the start (it needs the
+    history) but only events after ``service.resume_after`` are fed.
+    """
+
+    #: how much source time is replayed between waits for the wall clock
+    PACE_STEP_S = 0.02
+
+    def __init__(self, service: TableService, samples: Any, detector: Any,
+                 inputs: list[dict[str, Any]] | None = None, speed: float = 1.0) -> None:
+        super().__init__(name="bloxcam-accel", daemon=True)
+        self.service = service
+        self.samples = samples
+        self.detector = detector
+        self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
+        self.speed = speed
+        self.resume_after = service.resume_after
+        self._stop_event = threading.Event()
+        self.last_progress = time.monotonic()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def healthy(self) -> bool:
+        if not self.is_alive():
+            return self.service.source.finished or self._stop_event.is_set()
+        return time.monotonic() - self.last_progress < 30
+
+    def run(self) -> None:
+        status = self.service.source
+        pending = list(self.inputs)
+        paced_until = None
+        for item in self.samples:
+            if self._stop_event.is_set():
+                return
+            if isinstance(item, dict):
+                self.service.fault(f"accelerometer {item.get('fault', 'fault')}: {item.get('detail', '')}".strip())
+                continue
+            t = float(item[0])
+            if self.speed > 0:
+                if status.first_t is None:
+                    status.first_t, status.start_wall = t, time.time()
+                if paced_until is None or t >= paced_until:
+                    due = status.start_wall + (t - status.first_t) / self.speed
+                    if due > time.time() and self._stop_event.wait(due - time.time()):
+                        return
+                    paced_until = t + self.PACE_STEP_S
+            self.last_progress = time.monotonic()
+            while pending and float(pending[0].get("t", 0.0)) <= t:
+                self._feed(pending.pop(0))
+            for event in self.detector.update(*item):
+                self._feed({"kind": "stability", "event": event["event"], "t": event["t"]})
+            status.position += 1
+        for event in self.detector.finish():
+            self._feed({"kind": "stability", "event": event["event"], "t": event["t"]})
+        for line in pending:
+            self._feed(line)
+        status.finished = True
+
+    def _feed(self, line: dict[str, Any]) -> None:
+        if self.resume_after is not None and float(line.get("t", 0.0)) <= self.resume_after:
+            return
+        self.service.feed(line)

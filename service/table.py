@@ -25,11 +25,24 @@ class TableError(ValueError):
     """A request the table cannot carry out; the message says why."""
 
 
-def make_referee(game: str, players: list[str], edition: str | None = None) -> BloxReferee:
-    if game != "blox":
-        raise TableError(f"live refereeing of {game!r} is not available yet; this table referees blox")
+def make_referee(game: str, players: list[str], edition: str | None = None) -> Any:
+    """The referee for ``game``: BloxReferee or one of ``service.referees``."""
+    if game == "blox":
+        factory: Any = BloxReferee
+    elif game == "bloxx":
+        from service.referees.bloxx import BloxxReferee
+
+        factory = BloxxReferee
+    elif game == "blockout":
+        from service.referees.blockout import BlockOutReferee
+
+        factory = BlockOutReferee
+    else:
+        raise TableError(
+            f"live refereeing of {game!r} is not available yet; this table referees blox, bloxx and blockout"
+        )
     try:
-        return BloxReferee(list(players), edition)
+        return factory(list(players), edition)
     except ValueError as exc:
         raise TableError(str(exc)) from exc
 

@@ -28,6 +28,13 @@ def describe_action(action: dict[str, Any]) -> str:
         return f"builds a {len(action['blocks'])}-tower on {_pos(action['at'])}: {'/'.join(action['blocks'])} ({_cards(action)})"
     if kind == "knock":
         return f"knocks off the figure on {_pos(action['to'])} from {_pos(action['from'])} ({_cards(action)})"
+    if kind == "block":  # Block Out!
+        block = action.get("block", {})
+        return f"places the {block.get('color')} {block.get('size')} block"
+    if kind in ("pass", "reverse"):
+        return f"plays {kind.capitalize()}"
+    if kind == "out":
+        return "has played their last card"
     if kind == "exchange":
         extra = " and turns the Joker face up" if action.get("reactivate_joker") else ""
         return f"exchanges {len(action.get('cards', []))} card(s){extra}"
@@ -36,6 +43,10 @@ def describe_action(action: dict[str, Any]) -> str:
 
 def describe_event(event: dict[str, Any]) -> str:
     """One line a player understands."""
+    if event.get("game") == "bloxx":
+        from service.referees.bloxx import describe_bloxx_event
+
+        return describe_bloxx_event(event)
     seq = f"#{event.get('seq', '?'):>4} t={event.get('t', 0):8.1f}s"
     kind = event.get("kind")
     who = event.get("player", "")
@@ -47,6 +58,10 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "unrecognised":
         n = len(event.get("candidates", []))
         return f"{seq}  UNRECOGNISED ({event.get('rule')}): {event.get('why')} [{n} candidate(s)]"
+    if kind == "stability":
+        words = {"counting": "the count starts: 3, 2, 1…", "stood": "the stack stands", "fell": "THE STACK FELL"}
+        return f"{seq}  {words.get(event.get('event'), event.get('event'))}" + (
+            f" ({event['why']})" if event.get("why") else "")
     if kind == "phase":
         return f"{seq}  phase {event.get('phase')}"
     if kind == "correction":

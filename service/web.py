@@ -23,6 +23,8 @@ from service.table import TableError, TableService
 from service.text import describe_event
 
 PIN_HEADER = "X-Table-Pin"
+#: the status page of each game that has its own (the others use index.html)
+PAGES = {"bloxx": "bloxx.html", "blockout": "blockout.html"}
 
 
 class NewGame(BaseModel):
@@ -71,7 +73,9 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
-        return resources.files("service").joinpath("static/index.html").read_text("utf-8")
+        # Each game has its own page; a roll-and-write game has nothing in common with a board.
+        name = PAGES.get(service.record.game, "index.html")
+        return resources.files("service").joinpath(f"static/{name}").read_text("utf-8")
 
     @app.get("/api/state", summary="The game as the page draws it")
     def state() -> dict[str, Any]:

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from service.recording import RecordingError, load_recording
-    from service.referee import BloxReferee
+    from service.table import TableError, make_referee
     from service.text import describe_event
 
     try:
@@ -32,12 +32,10 @@ def run(args: argparse.Namespace) -> int:
         players = args.players.split(",") if args.players else recording.players
     except RecordingError as exc:
         raise CliError(str(exc)) from exc
-    if recording.game != "blox":
-        raise CliError(f"replay of {recording.game!r} recordings is not supported yet (only blox)")
     try:
-        referee = BloxReferee(players)
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
+        referee = make_referee(recording.game, players)
+    except TableError as exc:
+        raise CliError(f"replay of {recording.game!r} recordings: {exc}") from exc
     out = sys.stdout
     progress = Progress(len(recording.lines)) if sys.stderr.isatty() else None
     for number, line in enumerate(recording.lines, 1):
@@ -52,10 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if progress:
         progress.clear()
     stats = referee.stats
-    summary = (
-        f"{stats.observations} observations ({stats.unstable} not stable), {stats.actions} actions, "
-        f"{stats.illegal} illegal, {stats.unrecognised} unrecognised"
-    )
+    # Each game's referee counts what matters for it (observations, actions, falls, ...).
+    summary = ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in vars(stats).items())
     print(summary, file=sys.stderr if args.json else out)
     if referee.state is not None:
         scores = referee.state.scores()

@@ -105,6 +105,8 @@ def make_runner(config, service, recording):
 
     source = config.source
     folder = Path(source.path) if source.kind == "replay" else None
+    if folder is not None and config.game.name == "blockout" and source.frames and (folder / "accel.csv").is_file():
+        return accel_runner(service, folder, recording, source.speed)
     if folder is not None and not (source.frames and folder.is_dir() and has_frames(folder)):
         return ReplayRunner(service, recording, source.speed)
     import vision
@@ -197,3 +199,17 @@ def _notify_when_listening(server, url: str) -> None:
         time.sleep(0.05)
     if server.started:
         systemd.ready(f"serving {url}")
+
+
+def accel_runner(service, folder: Path, recording, speed: float):
+    """Block Out!: the recorded accelerometer trace through the stability detector."""
+    from device.accelcsv import AccelCsvError, read_csv
+    from device.stability import StabilityDetector
+    from service.runner import AccelRunner
+
+    try:
+        samples = list(read_csv(folder / "accel.csv"))
+    except AccelCsvError as exc:
+        raise CliError(str(exc)) from exc
+    inputs = [line for line in recording.lines if "declare" in line or "correct" in line or "undo" in line]
+    return AccelRunner(service, samples, StabilityDetector(), inputs, speed)
