@@ -100,6 +100,8 @@ class CameraRunner(threading.Thread):
         self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
         self.resume_after = service.resume_after
         self.latest_jpeg: bytes | None = None
+        #: counts new camera views, so the page reloads the image only when there is a new one
+        self.frame_version = 0
         self._last_overlay = 0.0
         self._stop_event = threading.Event()
         self.last_progress = time.monotonic()
@@ -160,6 +162,7 @@ class CameraRunner(threading.Thread):
         ok, data = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
         if ok:
             self.latest_jpeg = data.tobytes()
+            self.frame_version += 1
 
 
 class AccelRunner(threading.Thread):

@@ -25,6 +25,8 @@ from service.text import describe_event
 PIN_HEADER = "X-Table-Pin"
 #: the status page of each game that has its own (the others use index.html)
 PAGES = {"bloxx": "bloxx.html", "blockout": "blockout.html"}
+#: how often the live stream checks for a new camera frame when no event arrives
+FRAME_CHECK_S = 0.5
 
 
 class NewGame(BaseModel):
@@ -129,12 +131,22 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
             service.subscribe(listener)
             try:
                 yield _sse("state", service.snapshot())
+                frame_version, quiet = 0, 0.0
                 while True:
                     try:
-                        new_events, reset = await asyncio.wait_for(queue.get(), timeout=15)
+                        new_events, reset = await asyncio.wait_for(queue.get(), timeout=FRAME_CHECK_S)
                     except TimeoutError:
-                        yield ": keep-alive\n\n"
+                        # Between events: tell the page when the camera view has a new frame.
+                        version = getattr(runner, "frame_version", 0)
+                        if version != frame_version:
+                            frame_version = version
+                            yield _sse("frame", {"version": version})
+                        quiet += FRAME_CHECK_S
+                        if quiet >= 15:
+                            quiet = 0.0
+                            yield ": keep-alive\n\n"
                         continue
+                    quiet = 0.0
                     if new_events:
                         yield _sse("events", [with_text(e) for e in new_events])
                     yield _sse("state", service.snapshot())
