@@ -79,7 +79,20 @@ class BloxReferee:
             return self._start(t, obs)
         if self.state.is_terminal():
             return []
+        cells = self._what_was_seen(cells, obs)
         verdict = infer(self.state, cells)
+        misread: list[list[int]] = []
+        cleaned = cells
+        if verdict.kind in (VerdictKind.ILLEGAL, VerdictKind.UNRECOGNISED):
+            verdict, misread, cleaned = self._without_impossible_changes(cells, verdict)
+        if verdict.kind is VerdictKind.UNRECOGNISED:
+            pair = self._two_turns(cleaned)
+            if pair is not None:
+                self._pending = None
+                events = self._commit(t, pair[0].player, pair[0].action, pair[0].to_json())
+                if not self.state.is_terminal():
+                    events += self._commit(t, pair[1].player, pair[1].action, pair[1].to_json())
+                return events
         if verdict.kind is VerdictKind.NO_CHANGE:
             if self._pending is not None:
                 self._pending = None
@@ -87,7 +100,10 @@ class BloxReferee:
             return []
         if verdict.kind is VerdictKind.ACTION:
             self._pending = None
-            return self._commit(t, verdict.player, verdict.action, verdict.to_json())
+            payload = verdict.to_json()
+            if misread:
+                payload["misread"] = misread
+            return self._commit(t, verdict.player, verdict.action, payload)
         key = _freeze(cells)
         if key == self._pending:
             return []  # the same wrong board, still waiting for the players
@@ -97,6 +113,88 @@ class BloxReferee:
             return [self._event(t, "illegal", legal=False, **_verdict_fields(verdict))]
         self.stats.unrecognised += 1
         return [self._event(t, "unrecognised", **_verdict_fields(verdict))]
+
+    def _what_was_seen(self, cells: Any, obs: dict[str, Any]) -> Any:
+        """The observed board with what the camera did not really see taken from the committed one.
+
+        A cell listed as occluded, or read with a confidence under
+        ``MIN_CELL_CONFIDENCE``, says nothing: it keeps its committed content, so a
+        doubtful reading never moves the game (a real change shows up confidently in a
+        later frame). A tower seen at the same height on the same space is the same
+        tower whatever colours were read, because towers are never added to or taken
+        from (R-BLOX-6); only a new tower's colours come from the camera.
+        """
+        assert self.state is not None
+        if not isinstance(cells, list) or len(cells) != self.edition.size:
+            return cells
+        committed = self.state.observation_state()["cells"]
+        confidence = obs.get("cell_confidence")
+        doubtful = {tuple(p) for p in obs.get("occluded", []) if isinstance(p, (list, tuple)) and len(p) == 2}
+        out = []
+        for r, row in enumerate(cells):
+            if not isinstance(row, list) or len(row) != self.edition.size:
+                return cells
+            new_row = []
+            for c, cell in enumerate(row):
+                before = committed[r][c]
+                sure = confidence is None or _confidence(confidence, r, c) >= MIN_CELL_CONFIDENCE
+                if (r, c) in doubtful or not sure:
+                    cell = before
+                elif _same_tower(before, cell):
+                    cell = before
+                new_row.append(cell)
+            out.append(new_row)
+        return out
+
+    def _without_impossible_changes(self, cells: list, verdict: Any) -> tuple[Any, list[list[int]], list]:
+        """Explain the change without the cells no Blox action can change that way.
+
+        A tower never vanishes from under nothing, never changes height, and never
+        appears on an empty space (R-BLOX-3, R-BLOX-6): a reading that says so is the
+        camera's mistake. If one legal action explains everything else, that is the
+        action; the misread cells are listed with it so the players can check them.
+        Otherwise the original verdict stands. Also returns the board without them.
+        """
+        assert self.state is not None
+        committed = self.state.observation_state()["cells"]
+        cleaned, misread = [], []
+        for r, row in enumerate(cells):
+            new_row = []
+            for c, seen in enumerate(row):
+                before = committed[r][c]
+                if _impossible(before, seen):
+                    misread.append([r, c])
+                    seen = before
+                new_row.append(seen)
+            cleaned.append(new_row)
+        if not misread:
+            return verdict, [], cleaned
+        retry = infer(self.state, cleaned)
+        if retry.kind in (VerdictKind.ACTION, VerdictKind.NO_CHANGE):
+            return retry, misread, cleaned
+        return verdict, [], cleaned
+
+    def _two_turns(self, cells: Any) -> tuple[Any, Any] | None:
+        """The two consecutive turns that explain a change, when exactly one pair does.
+
+        When no stable view was had between two turns (a hand stayed over the board),
+        the change is two actions: one by the player to move, then one by the next.
+        It is taken only if a single board sequence of two legal actions explains it;
+        anything ambiguous stays unrecognised for the players to sort out.
+        """
+        assert self.state is not None
+        found: dict[tuple, tuple[Any, Any]] = {}
+        for first in self.state.legal_actions():
+            after = self.state.clone()
+            after.apply_action(first)
+            second = infer(after, cells)
+            if second.kind is VerdictKind.ACTION:
+                # Actions with the same board effect (two entrances to one space) are one explanation.
+                key = (after.board, after.board_effect(second.action).board)
+                found.setdefault(key, (_as_verdict(self.state, first), second))
+                if len(found) > 1:
+                    return None
+        return next(iter(found.values()), None)
 
     def declare(self, declaration: dict[str, Any], t: float) -> list[dict[str, Any]]:
         """An action declared on the page (an exchange, or a correction of a knock's card count)."""
@@ -194,7 +292,7 @@ class BloxReferee:
         phase = self.state.phase
         self.state.apply_action(action)  # raises IllegalAction with the state unchanged
         self.stats.actions += 1
-        fields = {k: v for k, v in payload.items() if k in ("action", "cards", "points")}
+        fields = {k: v for k, v in payload.items() if k in ("action", "cards", "points", "misread")}
         events = [self._event(t, "action", player=player, legal=True, **fields)]
         if self.state.phase != phase:
             events.append(self._event(t, "phase", phase=self.state.phase))
@@ -211,6 +309,43 @@ class BloxReferee:
         if self.state is not None and kind in ("action", "end", "correction"):
             event["scores"] = self.state.scores()
         return event
+
+
+#: a cell read with less confidence than this keeps its committed content
+MIN_CELL_CONFIDENCE = 0.5
+
+
+def _confidence(grid: Any, r: int, c: int) -> float:
+    try:
+        return float(grid[r][c])
+    except (TypeError, ValueError, IndexError):
+        return 1.0
+
+
+def _as_verdict(state: BloxState, action: Any) -> Any:
+    """The verdict table mode would give for ``action`` played from ``state``."""
+    from engine import Verdict
+
+    effect = state.board_effect(action)
+    return Verdict(VerdictKind.ACTION, player=state.current.color, action=action,
+                   implied_cards=action.cards, points=effect.points)
+
+
+def _impossible(before: Any, seen: Any) -> bool:
+    """A change of one cell that no Blox action makes."""
+    was_tower = isinstance(before, dict) and "tower" in before
+    is_tower = isinstance(seen, dict) and "tower" in seen
+    is_figure = isinstance(seen, dict) and "figure" in seen
+    if was_tower:
+        return not is_figure and not _same_tower(before, seen)  # vanished, or grew/shrank
+    return before is None and is_tower  # a tower on a space where no figure stood
+
+
+def _same_tower(before: Any, seen: Any) -> bool:
+    return (
+        isinstance(before, dict) and isinstance(seen, dict) and "tower" in before and "tower" in seen
+        and isinstance(seen["tower"], list) and len(before["tower"]) == len(seen["tower"])
+    )
 
 
 def _verdict_fields(verdict: Any) -> dict[str, Any]:

@@ -88,13 +88,14 @@ class Server(Process):
     """`bloxcam serve` replaying a recording, on a free port."""
 
     def __init__(
-        self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN, env: dict[str, str] | None = None
+        self, recording: Path, log: Path, speed: float = 0.0, pin: str = PIN, env: dict[str, str] | None = None,
+        extra: list[str] | None = None,
     ) -> None:
         self.port = free_port()
         self.log = log
         args = [
             "serve", "--recording", str(recording), "--speed", str(speed), "--port", str(self.port),
-            "--log", str(log), "--pin", pin, "--quiet",
+            "--log", str(log), "--pin", pin, "--quiet", *(extra or []),
         ]
         super().__init__(args, log.with_suffix(".out"), f"http://127.0.0.1:{self.port}", env=env)
 

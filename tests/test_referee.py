@@ -60,9 +60,12 @@ def test_unstable_frames_never_move_the_engine():
 def test_illegal_change_waits_for_the_board_to_be_put_back():
     referee, full = base_referee()
     before = full.clone()
+    from engine.blox import Figure
+
     place = next(a for a in full.legal_actions() if a.type == "place")
     full.apply_action(place)
-    full.apply_action(next(a for a in full.legal_actions() if a.type == "place"))  # two turns at once
+    empty = next(p for p in full.positions() if full.cell(p) is None and p != place.to)
+    full.board = full._with({empty: Figure("green")})  # green puts a second figure down at once
     [event] = referee.feed(obs(full))
     assert event["kind"] in ("unrecognised", "illegal")
     assert referee.feed(obs(full)) == []  # reported once
@@ -113,3 +116,41 @@ def test_replay_command_reports_a_missing_recording_clearly(tmp_path):
     (broken / "truth.jsonl").write_text('{"game": "blox"}\nnot json\n')
     result = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(broken)], capture_output=True, text=True)
     assert result.returncode == 2 and "truth.jsonl:2: not JSON" in result.stderr
+
+
+def test_two_turns_seen_in_one_view_are_both_named():
+    referee, full = base_referee()
+    first = next(a for a in full.legal_actions() if a.type == "place")
+    full.apply_action(first)
+    second = next(a for a in full.legal_actions() if a.type == "place" and a.to != first.to)
+    full.apply_action(second)
+    events = referee.feed(obs(full))
+    assert [(e["kind"], e["player"]) for e in events] == [("action", "green"), ("action", "brown")]
+    assert referee.state.board == full.board
+
+
+def test_impossible_readings_are_not_taken_for_changes():
+    import random
+
+    game = BloxGame(["green", "brown"])
+    full = game.new_initial_state(random.Random(9))
+    referee = BloxReferee(["green", "brown"])
+    referee.feed({"game": "blox", "t": 0, "stable": True, "state": full.observation_state()})
+    tower_at = next(p for p, _ in full.towers())
+    seen = full.observation_state()["cells"]
+    seen[tower_at[0]][tower_at[1]] = {"tower": ["grey"] * full.cell(tower_at).height}  # colours misread
+    assert referee.feed({"game": "blox", "t": 1, "stable": True, "state": {"cells": seen}}) == []
+    place = next(a for a in full.legal_actions() if a.type == "place")
+    full.apply_action(place)
+    seen = full.observation_state()["cells"]
+    other = next(p for p, _ in full.towers() if p != tower_at)
+    seen[other[0]][other[1]] = None  # a tower read as an empty space
+    [event] = referee.feed({"game": "blox", "t": 2, "stable": True, "state": {"cells": seen}})
+    assert event["kind"] == "action" and event["misread"] == [list(other)]
+    doubtful = full.observation_state()["cells"]
+    confidence = [[1.0] * 9 for _ in range(9)]
+    r, c = next(p for p in full.positions() if full.cell(p) is None)
+    doubtful[r][c] = {"figure": "brown"}
+    confidence[r][c] = 0.2
+    assert referee.feed({"game": "blox", "t": 3, "stable": True, "state": {"cells": doubtful},
+                         "cell_confidence": confidence}) == []

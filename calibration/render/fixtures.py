@@ -159,7 +159,9 @@ def render_sequence(truth_path: str | Path | list[dict[str, Any]], setup: sc.Set
         st = dict(state)
         if setup.game == "blox" and "colors" not in st and colors is not None:
             st = {"colors": colors, **st}
-        r = sc.render_frame(setup, st, cond, seed * 10000 + i, frame=i, t=i / fps)
+        # The pieces of one board state stay put from frame to frame; only the noise changes.
+        layout = seed * 10000 + states.index(state)
+        r = sc.render_frame(setup, st, cond, seed * 10000 + i, frame=i, t=i / fps, layout_seed=layout)
         truth = dict(r.truth)
         truth["state"] = state  # exactly as given (colours may be omitted after the first)
         name = f"frames/{i:06d}.jpg"

@@ -468,9 +468,17 @@ def _regions(setup: SetUp, state: dict) -> dict[str, np.ndarray]:
 
 
 def render_frame(setup: SetUp, state: dict[str, Any], cond: Conditions, seed: int, *, frame: int = 0, t: float = 0.0,
-                 occlusion_threshold: float = 0.15, marks: list[list[int]] | None = None) -> Rendered:
-    """Render ``state`` (the observation-format game state) on the set-up's table."""
+                 occlusion_threshold: float = 0.15, marks: list[list[int]] | None = None,
+                 layout_seed: int | None = None) -> Rendered:
+    """Render ``state`` (the observation-format game state) on the set-up's table.
+
+    ``layout_seed`` fixes where the pieces lie (their small offsets and turns) apart from
+    ``seed``, which then only varies the sensor noise: frames of a still scene in a
+    sequence must show the pieces exactly where they were.
+    """
     rng = np.random.default_rng([seed, 303])
+    layout_rng = rng if layout_seed is None else np.random.default_rng([layout_seed, 303])
+    texture_seed = seed if layout_seed is None else layout_seed
     kit, game = setup.kit, setup.game
     view = setup.view()
     area = kit.area_mm(game)
@@ -479,21 +487,21 @@ def render_frame(setup: SetUp, state: dict[str, Any], cond: Conditions, seed: in
     placements: dict[str, Any] = {}
     ppm = setup.texture_ppm()
     tex = tx.table_texture(kit, game, state, table_rgb=TABLE_COLOURS[setup.table], drift=setup.drift,
-                           markers=setup.markers, rng=np.random.default_rng([seed, 7]), marks=marks,
+                           markers=setup.markers, rng=np.random.default_rng([texture_seed, 7]), marks=marks,
                            placements=placements, ppm=ppm)
     faces: list[Face] = []
     labels: list[tuple] = []
     if game == "blox":
-        faces, labels = blox_solids(kit, state, setup.drift, rng)
+        faces, labels = blox_solids(kit, state, setup.drift, layout_rng)
     elif game == "blockout":
-        faces = blockout_solids(kit, state, setup.drift, rng)
+        faces = blockout_solids(kit, state, setup.drift, layout_rng)
     solids: list[tuple[np.ndarray, float]] = [(f.pts, 0.0) for f in faces if f.alpha >= 0.5 or f.normal[2] == 0]
     for hand in cond.hands:
         solids += [(c[None], r) for c, r in hand_spheres(hand, area)]
     canvas, light_ref = _table_layer(view, tex, setup, cond, solids)
 
     if game == "blockers":
-        tiles, grid = tx.blockers_layers(kit, state, setup.drift, rng, ppm)
+        tiles, grid = tx.blockers_layers(kit, state, setup.drift, layout_rng, ppm)
         for layer, z in ((tiles, -kit.blockers.tile_thickness_mm), (grid, -kit.blockers.tile_thickness_mm - 1.5)):
             t_pc = setup.t + setup.R @ np.array([0, 0, z])
             shade = _shade(np.array([0, 0, -1.0]), np.array([area[0] / 2, area[1] / 2, z]), cond, light_ref)

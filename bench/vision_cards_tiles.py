@@ -1,0 +1,202 @@
+"""Bloxo card and Blockers! tile recognition (issue 9): accuracy on freshly rendered
+scenes and time per frame on one core.
+
+    python bench/vision_cards_tiles.py [--setups 3] [--seed 7000000] [--speed-only]
+
+Accuracy: for every camera set-up (seeded; camera models cycle webcam, cm3,
+cm3-wide) and every conditions preset of ``calibration.render.PRESETS`` (all the
+conditions of table-kit.md), a random scene is rendered, JPEG/PNG-decoded like a
+recorded frame, and read by a recogniser whose calibration comes, as a user's does,
+from a rendered empty-board frame (default lens of the camera model, marker pose,
+colour survey). The seeds (default from 7,000,000) were never used while developing.
+
+Speed: a 30-card Bloxo tableau and a full Blockers! board (81 tiles), 1280x720, the
+recogniser's ``process`` timed per frame after a warm-up (as on a running table),
+OpenCV and BLAS limited to one thread; CPU time of the process is reported next to wall
+time (the machine may be shared), with the shared pose check's part, and for Bloxo also
+with no reading reused from the previous frame.
+
+Prints the figures and writes ``bench/results/vision_cards_tiles.json``.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import cv2  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calibration.camera import default_intrinsics  # noqa: E402
+from calibration.kit import load_kit  # noqa: E402
+from calibration.pose import estimate_pose  # noqa: E402
+from calibration.render import scene as sc  # noqa: E402
+from calibration.render import states as st  # noqa: E402
+from calibration.store import Calibration  # noqa: E402
+from calibration.survey import survey  # noqa: E402
+
+MODELS = ("webcam", "cm3", "cm3-wide")
+
+
+def user_calibration(kit, game: str, setup, seed: int) -> Calibration:
+    """What ``bloxcam calibrate board`` makes from a frame of the empty board."""
+    cond = sc.sample_conditions(seed, "neutral", area=kit.area_mm(game), kit=kit)
+    frame = sc.render_frame(setup, st.empty_state(kit, game), cond, seed).image
+    intr = default_intrinsics(setup.model, frame.shape[1], frame.shape[0])
+    pose = estimate_pose(frame, kit, game, intr, min_markers=4)
+    return Calibration(game=game, camera=intr, camera_model=setup.model, kit=kit, pose=pose,
+                       survey=survey(frame, kit, game, pose, intr))
+
+
+def scene_state(kit, game: str, rng: np.random.Generator) -> dict:
+    if game == "bloxo":
+        return st.bloxo_state(kit, rng, cards=int(rng.integers(3, 25)))
+    return st.blockers_state(kit, rng, tiles=int(rng.integers(10, 70)))
+
+
+def accuracy(game: str, setups: int, seed0: int) -> dict:
+    import importlib
+
+    mod = importlib.import_module(f"vision.{game}")
+    kit = load_kit()
+    by: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    frames = 0
+    for k in range(setups):
+        seed = seed0 + k
+        model = MODELS[k % len(MODELS)]
+        setup = sc.sample_setup(kit, game, seed, model=model)
+        cal = user_calibration(kit, game, setup, seed)
+        for j, preset in enumerate(sc.PRESETS):
+            s2 = seed * 100 + j
+            rng = np.random.default_rng(s2)
+            state = scene_state(kit, game, rng)
+            cond = sc.sample_conditions(s2, preset, area=kit.area_mm(game), kit=kit)
+            r = sc.render_frame(setup, state, cond, s2)
+            ok, buf = cv2.imencode(".png", r.image)
+            image = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+            rec = mod.Recognizer(cal)
+            rec.process(image, -1.001, 0)  # a still scene watched for the stable time
+            obs = rec.process(image, 0.0, 0)
+            m = dict(mod.score(r.truth, obs))
+            m["commit_false"] = (int(obs["stable"] and not r.truth["stable"]), int(not r.truth["stable"]))
+            m["commit_missed"] = (int(r.truth["stable"] and not obs["stable"]), int(r.truth["stable"]))
+            for name, (e, t) in m.items():
+                by[preset][name][0] += e
+                by[preset][name][1] += t
+            frames += 1
+    total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for cond in by.values():
+        for name, (e, t) in cond.items():
+            total[name][0] += e
+            total[name][1] += t
+    return {"frames": frames, "setups": setups, "seeds": [seed0, seed0 + setups - 1],
+            "total": {k: {"errors": e, "total": t, "rate": e / t if t else None} for k, (e, t) in sorted(total.items())},
+            "by_condition": {c: {k: [e, t] for k, (e, t) in sorted(m.items())} for c, m in sorted(by.items())}}
+
+
+def speed(game: str, items: int, seed: int, model: str, repeats: int = 30) -> dict:
+    import importlib
+
+    mod = importlib.import_module(f"vision.{game}")
+    kit = load_kit()
+    setup = sc.sample_setup(kit, game, seed, model=model)
+    cal = user_calibration(kit, game, setup, seed)
+    rng = np.random.default_rng(seed)
+    if game == "bloxo":
+        state = st.bloxo_state(kit, rng, cards=items)
+    else:
+        state = st.blockers_state(kit, rng, tiles=items)
+    cond = sc.sample_conditions(seed, "neutral", area=kit.area_mm(game), kit=kit)
+    r = sc.render_frame(setup, state, cond, seed)
+    rec = mod.Recognizer(cal)
+    for k in range(3):  # warm-up: warp maps and templates built once per pose
+        rec.process(r.image, k * 0.1, k)
+    wall, cpu, pose_cpu = [], [], []
+    obs = None
+    update = rec.view.update
+
+    def timed_update(frame):  # the shared per-frame pose check (vision.board), timed apart
+        c = time.process_time()
+        out = update(frame)
+        pose_cpu.append(time.process_time() - c)
+        return out
+
+    rec.view.update = timed_update
+    for k in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        obs = rec.process(r.image, 1 + k * 0.1, 3 + k)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    rec.view.update = update
+    # the same frame read from scratch each time (no reading reused from a previous frame)
+    cold = []
+    reader = getattr(rec, "reader", None)
+    if reader is not None and hasattr(reader, "reuse"):
+        reader.reuse = False
+        for k in range(max(5, repeats // 3)):
+            c0 = time.process_time()
+            rec.process(r.image, 10 + k * 0.1, 100 + k)
+            cold.append(time.process_time() - c0)
+        reader.reuse = True
+    m = mod.score(r.truth, obs)
+    return {"game": game, "items": items, "frame": f"{r.image.shape[1]}x{r.image.shape[0]}", "camera": model,
+            "wall_ms_median": 1000 * float(np.median(wall)), "wall_ms_p90": 1000 * float(np.percentile(wall, 90)),
+            "cpu_ms_median": 1000 * float(np.median(cpu)),
+            "pose_check_cpu_ms_median": 1000 * float(np.median(pose_cpu)),
+            "pose_status": rec.view.status,
+            "cpu_ms_median_no_reuse": 1000 * float(np.median(cold)) if cold else None,
+            "load_average": list(os.getloadavg()),
+            "read_errors": {k: list(v) for k, v in m.items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--setups", type=int, default=3, help="camera set-ups per game (x 11 presets)")
+    ap.add_argument("--seed", type=int, default=7_000_000, help="first seed (fresh scenes)")
+    ap.add_argument("--speed-only", action="store_true")
+    args = ap.parse_args()
+    cv2.setNumThreads(1)
+    out: dict = {"speed": [], "accuracy": {}}
+    for game, items, model in (("bloxo", 30, "webcam"), ("blockers", 81, "cm3")):
+        s = speed(game, items, args.seed + 900, model)
+        out["speed"].append(s)
+        cold = "" if s["cpu_ms_median_no_reuse"] is None else \
+            f", without reusing unchanged readings {s['cpu_ms_median_no_reuse']:.1f} ms"
+        print(f"speed {game:8s} {items:3d} items {s['frame']} {model:8s}: wall median {s['wall_ms_median']:.1f} ms "
+              f"(p90 {s['wall_ms_p90']:.1f}), cpu median {s['cpu_ms_median']:.1f} ms of which pose check "
+              f"{s['pose_check_cpu_ms_median']:.1f} ms (status {s['pose_status']}){cold}; "
+              f"load average {s['load_average'][0]:.1f}; errors {s['read_errors']}")
+    if not args.speed_only:
+        for game, base in (("bloxo", args.seed), ("blockers", args.seed + 500)):
+            t0 = time.perf_counter()
+            acc = accuracy(game, args.setups, base)
+            acc["seconds"] = round(time.perf_counter() - t0, 1)
+            out["accuracy"][game] = acc
+            print(f"\naccuracy {game}: {acc['frames']} scenes (seeds {acc['seeds'][0]}..{acc['seeds'][1]}, "
+                  f"x100 + preset index)")
+            for name, v in acc["total"].items():
+                rate = "-" if v["rate"] is None else f"{100 * v['rate']:.3f}%"
+                print(f"  {name:18s} {v['errors']:5d} / {v['total']:<6d} {rate}")
+            for cond, m in acc["by_condition"].items():
+                bad = {k: tuple(v) for k, v in m.items() if v[0]}
+                print(f"    {cond:12s} {bad if bad else 'no errors'}")
+    res = Path(__file__).resolve().parent / "results" / "vision_cards_tiles.json"
+    res.parent.mkdir(parents=True, exist_ok=True)
+    res.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
+    print(f"\nwritten {res}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

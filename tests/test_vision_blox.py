@@ -1,0 +1,206 @@
+"""Blox recognition (issue 8) against ground truth: committed fixtures (real OpenCV
+decoding of their files), a freshly rendered set, hands, confidence and the CLI.
+
+The thresholds here are regression guards at what the recogniser reaches on these
+frames; the issue's targets (per-space error < 0.1%, ...) are measured by
+bench/vision_blox.py on unseen seeds and reported there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.kit import load_kit
+from calibration.render import scene as sc
+from calibration.render import states as st
+from calibration.render.fixtures import write_scene, write_setup
+from calibration.store import save_calibration
+from vision import make_recognizer
+from vision.blox import score
+from vision.evaluate import Report, calibration_from_dir, evaluate_fixture, find_fixtures, read_image
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "blox"
+
+
+def _rate(report: Report, name: str) -> float:
+    e, t = report.totals().get(name, (0, 0))
+    return e / t if t else 0.0
+
+
+@pytest.fixture(scope="module")
+def single_scenes() -> Report:
+    report = Report()
+    for path in find_fixtures([FIX]):
+        if path.name == "camera-game":
+            continue
+        evaluate_fixture(path, report, keep_details=True)
+    print("\n" + report.format())
+    return report
+
+
+def test_committed_scenes_against_truth(single_scenes):
+    r = single_scenes
+    assert r.frames >= 13
+    assert _rate(r, "space") < 0.04
+    assert _rate(r, "tower_height") < 0.08
+    assert _rate(r, "figure_colour") < 0.05
+    assert _rate(r, "colors") == 0.0  # the surveyed board map
+    # Nothing is guessed under a hand, and no frame with a hand is committed.
+    assert _rate(r, "occlusion_missed") < 0.05
+    assert r.totals()["commit_false"][0] == 0
+
+
+def test_hand_frames_are_never_stable_and_report_occluded_cells(single_scenes):
+    hand_frames = [d for d in single_scenes.details if d["truth"]["occluded"]]
+    assert len(hand_frames) >= 2  # hands and everything presets
+    for d in hand_frames:
+        obs = d["observation"]
+        assert not obs["stable"]
+        truth_occ = {tuple(x) for x in d["truth"]["occluded"]}
+        seen_occ = {tuple(x) for x in obs["occluded"]}
+        assert len(truth_occ & seen_occ) >= 0.9 * len(truth_occ)
+        for r, c in seen_occ:
+            assert obs["state"]["cells"][r][c] is None and obs["cell_confidence"][r][c] is None
+
+
+def test_confidence_is_reported_per_cell(single_scenes):
+    for d in single_scenes.details:
+        obs = d["observation"]
+        confs = [v for row in obs["cell_confidence"] for v in row if v is not None]
+        assert all(0.0 <= v <= 1.0 for v in confs)
+        if not confs:  # every cell occluded: nothing is claimed
+            assert obs["confidence"] == 0.0 and not obs["stable"]
+            continue
+        assert obs["confidence"] == pytest.approx(min(confs), abs=1e-4)
+    # Wrong cells should mostly be the doubtful ones: their median confidence is lower.
+    right, wrong = [], []
+    for d in single_scenes.details:
+        t, o = d["truth"]["state"]["cells"], d["observation"]["state"]["cells"]
+        occ = {tuple(x) for x in d["observation"]["occluded"]} | {tuple(x) for x in d["truth"]["occluded"]}
+        for r in range(9):
+            for c in range(9):
+                if (r, c) in occ:
+                    continue
+                (right if t[r][c] == o[r][c] else wrong).append(d["observation"]["cell_confidence"][r][c])
+    assert wrong and np.median(wrong) < np.median(right)
+
+
+def test_camera_game_sequence_commits_nothing_under_hands():
+    # Three still frames at 4 fps between hands: a 0.25 s gate can commit the last one.
+    report = evaluate_fixture(FIX / "camera-game", stable_seconds=0.25)
+    print("\n" + report.format())
+    tot = report.totals()
+    assert tot["commit_false"][0] == 0
+    assert tot["commit_missed"][0] < tot["commit_missed"][1]  # still frames do get committed
+    assert _rate(report, "space") < 0.03
+    assert _rate(report, "occlusion_missed") < 0.02
+
+
+def test_freshly_rendered_scenes(tmp_path):
+    kit = load_kit()
+    seed = 5_310_000  # development seeds (the final evaluation uses another range)
+    setup = sc.sample_setup(kit, "blox", seed, model="cm3", tilt_deg=30.0)
+    write_setup(setup, tmp_path / "setup", seed, lens_frames=6)
+    report = Report()
+    for k, preset in enumerate(("neutral", "cool-bright", "hands")):
+        s = seed + 10 + k
+        state = st.random_state(kit, "blox", np.random.default_rng(s))
+        cond = sc.sample_conditions(s, preset, area=kit.area_mm("blox"), kit=kit)
+        d = write_scene(setup, [state], [cond], [s], tmp_path / preset, setup_dir=tmp_path / "setup")
+        evaluate_fixture(d, report)
+    print("\n" + report.format())
+    assert report.frames == 3
+    assert _rate(report, "space") < 0.05
+    assert report.totals()["commit_false"][0] == 0
+    assert report.by_condition["hands"]["commit_false"][1] == 1  # the hand frame was not committed
+
+
+def test_score_counts_each_kind_of_error():
+    cells = [[None] * 9 for _ in range(9)]
+    cells[0][0] = {"tower": ["grey", "white"]}
+    cells[1][1] = {"figure": "green"}
+    truth = {"stable": True, "occluded": [[5, 5]], "state": {"cells": cells}}
+    seen = [[None] * 9 for _ in range(9)]
+    seen[0][0] = {"tower": ["grey", "black", "white"]}
+    seen[1][1] = {"figure": "blue"}
+    obs = {"occluded": [[2, 2]], "state": {"cells": seen}}
+    m = score(truth, obs)
+    assert m["tower_height"] == (1, 1) and m["block_colour"] == (1, 2) and m["figure_colour"] == (1, 1)
+    assert m["occlusion_missed"] == (1, 1) and m["occlusion_extra"] == (1, 80)
+    assert m["space"] == (2, 79) and m["board_exact"] == (1, 1)
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def cal_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("cal") / "calibration.json"
+    save_calibration(calibration_from_dir(FIX / "setup-cm3" / "calibration", "blox"), p)
+    return p
+
+
+def test_recognize_cli_prints_the_observation(cal_file, tmp_path):
+    image = FIX / "neutral" / "frames" / "000000.jpg"
+    overlay = tmp_path / "overlay.png"
+    res = _cli("recognize", "blox", str(image), "--calibration", str(cal_file), "--overlay", str(overlay))
+    assert res.returncode == 0, res.stderr
+    obs = json.loads(res.stdout)
+    truth = json.loads((FIX / "neutral" / "truth.jsonl").read_text().splitlines()[0])
+    assert obs["game"] == "blox" and obs["stable"] is True and obs["occluded"] == []
+    m = score(truth, obs)
+    assert m["space"][0] <= 1 and m["space"][1] == 81
+    assert read_image(overlay).shape == read_image(image).shape
+
+
+def test_recognize_cli_errors(cal_file, tmp_path):
+    res = _cli("recognize", "blox", str(tmp_path / "nope.jpg"), "--calibration", str(cal_file))
+    assert res.returncode == 2 and "image not found" in res.stderr
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"this is not a jpeg")
+    res = _cli("recognize", "blox", str(bad), "--calibration", str(cal_file))
+    assert res.returncode == 2 and "cannot decode image" in res.stderr
+    image = FIX / "neutral" / "frames" / "000000.jpg"
+    res = _cli("recognize", "blox", str(image), "--calibration", str(tmp_path / "missing.json"))
+    assert res.returncode == 2 and "calibration file not found" in res.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    res = _cli("recognize", "blox", str(image), "--calibration", str(broken))
+    assert res.returncode == 2 and "not valid JSON" in res.stderr
+    res = _cli("recognize", "blockers", str(image), "--calibration", str(cal_file))
+    assert res.returncode == 2 and "calibration for blox" in res.stderr
+
+
+def test_evaluate_cli_breaks_down_by_condition(tmp_path):
+    out = tmp_path / "figures.json"
+    res = _cli("evaluate", str(FIX / "neutral"), str(FIX / "hands"), "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    for word in ("space", "board_exact", "tower_height", "block_colour", "figure_colour", "occlusion_missed",
+                 "neutral", "hands", "ALL"):
+        assert word in res.stdout
+    data = json.loads(out.read_text())
+    assert data["frames"] == 2 and set(data["by_condition"]) == {"neutral", "hands"}
+    res = _cli("evaluate", str(tmp_path / "nothing"))
+    assert res.returncode == 2 and "no such folder" in res.stderr
+
+
+def test_recognizer_rejects_bad_frames(cal_file):
+    from calibration.store import load_calibration
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    with pytest.raises(ValueError, match="BGR colour frame"):
+        rec.process(np.zeros((720, 1280), np.uint8), 0.0, 0)
+    with pytest.raises(ValueError, match="aspect"):
+        rec.process(np.zeros((500, 500, 3), np.uint8), 0.0, 0)

@@ -1,0 +1,115 @@
+"""Shared vision machinery: board view, colours, hands, stability gate, make_recognizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from vision import make_recognizer
+from vision.board import BoardView, sample
+from vision.colours import ColourModel, FrameBalance, bgr_to_linear, lab, lab_to_linear
+from vision.evaluate import calibration_from_dir, read_image
+from vision.hands import HandDetector
+from vision.motion import StabilityGate
+
+FIX = Path(__file__).parent / "fixtures" / "blox"
+
+
+@pytest.fixture(scope="module")
+def cal():
+    return calibration_from_dir(FIX / "setup-cm3" / "calibration", "blox")
+
+
+@pytest.fixture(scope="module")
+def board_frame():
+    return read_image(FIX / "setup-cm3" / "calibration" / "board.jpg")
+
+
+def test_stability_gate_needs_stillness_for_the_configured_time():
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 255, (90, 160, 3), dtype=np.uint8)
+    gate = StabilityGate(1.0)
+    states = []
+    for i in range(12):
+        noisy = np.clip(base.astype(int) + rng.integers(-2, 3, base.shape), 0, 255).astype(np.uint8)
+        states.append(gate.update(noisy, i * 0.25).stable)
+    # Still from t=0: stable once 1.0 s has passed (frame 4), not before.
+    assert states[:4] == [False] * 4 and all(states[4:])
+    moved = base.copy()
+    moved[20:60, 40:100] = 255 - moved[20:60, 40:100]
+    assert gate.update(moved, 3.0).moving
+    assert not gate.update(moved, 3.25).stable  # the clock restarted
+    assert not gate.update(moved, 3.5, blocked=True).stable  # a hand blocks it
+    assert not gate.update(moved, 4.25).stable
+    assert gate.update(moved, 5.3).stable
+
+
+def test_lab_round_trip_and_sampling_outside_frame_is_nan():
+    rgb = np.random.default_rng(2).uniform(0.01, 1.0, (50, 3))
+    assert np.allclose(lab_to_linear(lab(rgb)), rgb, atol=2e-3)
+    img = np.full((10, 10, 3), 200, np.uint8)
+    out = sample(img, np.array([[5.0, 5.0], [-3.0, 2.0]]))
+    assert np.allclose(out[0], 200) and np.isnan(out[1]).all()
+
+
+def test_balance_recovers_light_colour_and_field_despite_outliers(cal):
+    model = ColourModel(cal.survey)
+    n = 9
+    xy = np.array([((c + 0.5) * 38, (r + 0.5) * 38) for r in range(n) for c in range(n)], float)
+    expected = model.space_lin.reshape(-1, 3)
+    gains = np.array([1.3, 1.0, 0.7])
+    field = 0.6 + 0.002 * xy[:, 0]
+    observed = expected * gains * field[:, None]
+    observed[::7] = [0.5, 0.3, 0.2]  # pieces or a hand on some spaces
+    bal = model.balance(observed, expected, xy)
+    back = bal.normalise(observed, xy)
+    good = np.ones(len(xy), bool)
+    good[::7] = False
+    assert np.allclose(back[good], expected[good], rtol=0.03, atol=2e-3)
+    assert bal.inliers < 0.95  # the outliers are recognised as such
+
+
+def test_board_view_projects_markers_where_they_are(cal, board_frame):
+    view = BoardView(cal)
+    check = view.update(board_frame)
+    assert check.status.value == "ok"
+    corners = cal.kit.marker_corners("blox")
+    px = view.project(corners[0])
+    gray = cv2.cvtColor(board_frame, cv2.COLOR_BGR2GRAY)
+    inside = view.project(np.array([[-20.0, -20.0, 0.0]]))[0]  # marker 0's middle: dark ink or white cells
+    assert 0 <= inside[0] < gray.shape[1] and px.shape == (4, 2)
+    top = view.rectify(board_frame, ppm=1.0)
+    assert top.shape[:2] == (342, 342)
+    # The rectified board shows the surveyed colours: a white space is bright, a black one dark.
+    names = cal.survey["spaces"]["names"]
+    lum = cv2.cvtColor(top, cv2.COLOR_BGR2GRAY)
+    w = [(r, c) for r in range(9) for c in range(9) if names[r][c] == "white"][0]
+    b = [(r, c) for r in range(9) for c in range(9) if names[r][c] == "black"][0]
+    assert lum[w[0] * 38 + 19, w[1] * 38 + 19] > lum[b[0] * 38 + 19, b[1] * 38 + 19] + 100
+
+
+def test_hands_learned_from_the_survey(cal, board_frame):
+    view = BoardView(cal)
+    view.update(board_frame)
+    model = ColourModel(cal.survey)
+    det = HandDetector(view, model)
+    ident = FrameBalance.identity(1.0 / model.survey_gains)
+    assert not det.detect(board_frame, ident).any  # the empty board is all explained
+    frame = board_frame.copy()
+    centre = view.project(np.array([[4.5 * 38, 6.5 * 38, -120.0]]))[0]
+    cv2.circle(frame, (int(centre[0]), int(centre[1])), 45, (120, 160, 214), -1)  # a skin-toned blob
+    hands = det.detect(frame, ident)
+    assert hands.any and hands.cell_cover is not None
+    assert hands.cell_cover.max() > 0.5 and (hands.cell_cover > 0.15).sum() <= 20
+    lin = bgr_to_linear(np.array([[120, 160, 214]], np.uint8))
+    assert lin.shape == (1, 3)
+
+
+def test_make_recognizer_errors(cal):
+    with pytest.raises(ValueError, match="no recogniser"):
+        make_recognizer("chess", cal)
+    with pytest.raises(ValueError, match="unknown game"):
+        make_recognizer("../x", cal)

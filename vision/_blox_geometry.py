@@ -1,0 +1,307 @@
+"""Pose-dependent geometry of the Blox recogniser: probes, their labels per hypothesis,
+and which neighbour can hide which probe. Computed once per pose (cached by the
+recogniser under ``BoardView.version``); every frame then only samples pixels.
+
+For every cell a lattice of image pixels ("probes") covers everything the cell's
+content could show: its own square and the image of the tallest tower (5 blocks and
+the chip) standing on it. For every hypothesis about the cell (empty, a tower of 1..5
+blocks, a figure) the ray through each probe is cast against that hypothesis's solid
+(nominal kit sizes: the block footprint and height, the chip disc, the figure's
+coloured top; the clear figure body lets the space show through) and the probe gets a
+*label*: what it would see. Probes near an edge between two surfaces, by less than
+the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
+placement jitter never decides anything.
+
+Occlusion between cells: for every probe and every cell nearer the camera's nadir
+(only such a cell can stand between the camera and what the probe looks at), the
+lowest height a solid on that cell must reach to cover the probe's ray. A frame's
+decisions then say which probes are hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from calibration.kit import Kit
+from vision.board import BoardView
+
+# Probe sources: what a probe's colour is compared with under a hypothesis.
+UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY = range(8)
+N_SRC = 8
+# Group types within one (cell, hypothesis): single-valued ones and the per-level ones.
+G_UNKNOWN, G_OWN, G_CHIP, G_FIG = range(4)
+G_LEVEL0 = 4  # + level - 1
+N_GTYPES = 9
+EMPTY, FIGURE = 0, 6  # hypothesis ids; 1..5 are towers of that height
+N_HYP = 7
+
+
+@dataclass
+class BloxGeometry:
+    version: int
+    px: np.ndarray  # (N,2) probe pixels
+    cell: np.ndarray  # (N,) cell index r*n+c of each probe
+    orient: np.ndarray  # (N,) side-face orientation the probe sees (0..3, -y +x +y -x), -1 none
+    e_p: np.ndarray  # entries (probe, hypothesis) with a label
+    e_src: np.ndarray
+    e_group: np.ndarray  # ((cell * N_HYP) + hyp) * N_GTYPES + gtype
+    pair_p: np.ndarray  # occlusion pairs: probe, covering cell, minimum covering height (mm)
+    pair_cell: np.ndarray
+    pair_mm: np.ndarray
+    order: np.ndarray  # cells by distance from the camera's nadir
+    space_pts: np.ndarray  # (n*n*K, 2) pixels of board points used for the light balance
+    space_cell: np.ndarray
+    cell_probes: np.ndarray  # (n*n,) probe count per cell
+    centre_xy: np.ndarray  # (N,2) board mm (cell centre) of each probe, for the light field
+    px_per_mm: float
+
+
+def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
+    """Entry t and face (0 top, 1 -y, 2 +x, 3 +y, 4 -x) of rays into the box
+    [cx+-half] x [cy+-half] x [z_top, 0]; t = inf where missed."""
+    lo = np.array([cx - half, cy - half, z_top])
+    hi = np.array([cx + half, cy + half, 0.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = (lo[None] - C[None]) / d
+        t2 = (hi[None] - C[None]) / d
+    tmin = np.minimum(t1, t2)
+    tmax = np.maximum(t1, t2)
+    tmin = np.where(np.isnan(tmin), -np.inf, tmin)
+    tmax = np.where(np.isnan(tmax), np.inf, tmax)
+    enter = tmin.max(axis=1)
+    leave = tmax.min(axis=1)
+    axis = tmin.argmax(axis=1)
+    hit = (enter <= leave) & (leave > 0)
+    face = np.where(axis == 2, 0, np.where(axis == 1, np.where(d[:, 1] > 0, 1, 3), np.where(d[:, 0] > 0, 4, 2)))
+    return np.where(hit, enter, np.inf), face
+
+
+def _hit_cyl(C: np.ndarray, d: np.ndarray, cx: float, cy: float, R: float, z_top: float, z_bot: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Entry t and part (0 cap, 1 side) of rays into a vertical cylinder; inf where missed."""
+    tc = (z_top - C[2]) / d[:, 2]
+    pc = C[None, :2] + d[:, :2] * tc[:, None]
+    cap = (np.hypot(pc[:, 0] - cx, pc[:, 1] - cy) <= R) & (tc > 0)
+    ox, oy = C[0] - cx, C[1] - cy
+    a = d[:, 0] ** 2 + d[:, 1] ** 2
+    b = 2 * (d[:, 0] * ox + d[:, 1] * oy)
+    c = ox * ox + oy * oy - R * R
+    disc = b * b - 4 * a * c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ts = (-b - np.sqrt(np.maximum(disc, 0))) / (2 * a)
+    zs = C[2] + d[:, 2] * ts
+    side = (disc > 0) & (ts > 0) & (zs >= z_top) & (zs <= z_bot)
+    t = np.where(cap, tc, np.where(side, ts, np.inf))
+    part = np.where(cap, 0, 1)
+    return t, part
+
+
+def _inside_convex(hull: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Points inside a convex polygon (any orientation)."""
+    a = hull
+    b = np.roll(hull, -1, axis=0)
+    cross = (b[None, :, 0] - a[None, :, 0]) * (pts[:, None, 1] - a[None, :, 1]) - (
+        b[None, :, 1] - a[None, :, 1]) * (pts[:, None, 0] - a[None, :, 0])
+    return np.all(cross >= 0, axis=1) | np.all(cross <= 0, axis=1)
+
+
+def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float, half: float, bh: float, hmax: int,
+                  chip_r: float, chip_t: float, fig_r: float, fig_z0: float, fig_z1: float) -> np.ndarray:
+    """Image pixels worth looking at for one cell: points on every surface some
+    hypothesis puts there (the square, each level's visible side faces, each height's
+    chip ring and top-face corners, the figure's top), projected."""
+    pts: list[tuple[float, float, float]] = []
+    f = np.linspace(-1, 1, 5) * (s / 2 - 4.0)
+    pts += [(cx + a, cy + b, 0.0) for a in f for b in f]
+    ang = np.linspace(0, 2 * np.pi, 8, endpoint=False) + np.pi / 8
+    q = half - 2.5
+    corners = [(q, q), (-q, q), (q, -q), (-q, -q), (q, 0.55 * q), (-q, -0.55 * q), (0.55 * q, -q), (-0.55 * q, q)]
+    faces = []
+    for nx, ny in ((0, -1), (1, 0), (0, 1), (-1, 0)):
+        centre = np.array([cx + nx * half, cy + ny * half])
+        if (C[0] - centre[0]) * nx + (C[1] - centre[1]) * ny > 0:
+            faces.append((nx, ny))
+    for h in range(1, hmax + 1):
+        z = -h * bh
+        pts += [(cx + 0.7 * chip_r * np.cos(a), cy + 0.7 * chip_r * np.sin(a), z - chip_t) for a in ang]
+        pts += [(cx + a, cy + b, z) for a, b in corners]
+        for nx, ny in faces:
+            for lat in (-0.45 * half, 0.45 * half):
+                for frac in (0.35, 0.7):
+                    zz = -(h - 1) * bh - frac * bh
+                    pts.append((cx + nx * half + (lat if ny else 0), cy + ny * half + (lat if nx else 0), zz))
+    pts += [(cx + 0.75 * fig_r * np.cos(a), cy + 0.75 * fig_r * np.sin(a), fig_z1) for a in ang]
+    d = np.array([C[0] - cx, C[1] - cy])
+    d = d / max(float(np.linalg.norm(d)), 1e-6)
+    for off in (-0.5, 0.0, 0.5):
+        side = np.array([-d[1], d[0]]) * off * fig_r
+        for frac in (0.3, 0.7):
+            pts.append((cx + d[0] * fig_r * 0.95 + side[0], cy + d[1] * fig_r * 0.95 + side[1],
+                        fig_z0 + frac * (fig_z1 - fig_z0)))
+    return view.project(np.array(pts, float))
+
+
+def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
+    kit: Kit = view.kit
+    b = kit.blox
+    n, s = b.spaces, b.space_mm
+    half = b.block.footprint_mm / 2
+    bh = b.block.height_mm
+    jitter = b.block.max_offset_mm + half * np.radians(b.block.max_rotation_deg)  # how far an edge may wander
+    m_edge = 2.0  # probes this close to a face's nominal edge are not trusted (placement jitter)
+    chip_r = b.chip.diameter_mm / 2
+    chip_t = b.chip.thickness_mm
+    fig = b.figure
+    fig_top_h = fig.height_mm * fig.top_fraction
+    fig_base_r = fig.base_mm / 2
+    fig_r = fig.base_mm / 2 * 0.85  # the coloured top is a little narrower than the base
+    fig_z0 = -(fig.height_mm - fig_top_h)
+    fig_z1 = -fig.height_mm
+    hmax = b.block.max_tower
+    top_all = hmax * bh + chip_t
+    C = view.camera_position()
+    infl = half + jitter  # footprint grown by the jitter: what a neighbour may cover
+
+    px_l, cell_l, orient_l, cxy_l = [], [], [], []
+    e_p, e_src, e_group = [], [], []
+    counts = np.zeros(n * n, int)
+    base = 0
+    W, H = view.intr.width, view.intr.height
+    # Pixel density of the board, for the probe spacing.
+    pp = view.project(np.array([[0, 0, 0], [n * s, 0, 0]], float))
+    px_per_mm = float(np.linalg.norm(pp[1] - pp[0]) / (n * s))
+    for r in range(n):
+        for c in range(n):
+            cx, cy = (c + 0.5) * s, (r + 0.5) * s
+            k = r * n + c
+            pts = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r, fig_z0, fig_z1)
+            pts = pts[(pts[:, 0] >= 1) & (pts[:, 1] >= 1) & (pts[:, 0] <= W - 2) & (pts[:, 1] <= H - 2)]
+            N = len(pts)
+            counts[k] = N
+            if N == 0:
+                continue
+            d = view.rays(pts)
+            tb = -C[2] / d[:, 2]
+            pb = C[None, :2] + d[:, :2] * tb[:, None]
+            own = (np.abs(pb[:, 0] - cx) <= s / 2 - 2.0) & (np.abs(pb[:, 1] - cy) <= s / 2 - 2.0)
+            board_src = np.where(own, OWN, UNKNOWN)
+            board_g = np.where(own, G_OWN, G_UNKNOWN)
+            orient = np.full(N, -1)
+            labels: list[tuple[np.ndarray, np.ndarray]] = [(board_src, board_g)]
+            for h in range(1, hmax + 1):
+                src = board_src.copy()
+                grp = board_g.copy()
+                tbox, face = _hit_box(C, d, cx, cy, half, -h * bh)
+                tchip, part = _hit_cyl(C, d, cx, cy, chip_r, -h * bh - chip_t, -h * bh)
+                chip_first = tchip < np.minimum(tbox, tb)
+                box_first = ~chip_first & (tbox < tb)
+                # Anything the solid hides from the board is no longer the board.
+                src[chip_first | box_first] = UNKNOWN
+                grp[chip_first | box_first] = G_UNKNOWN
+                pch = C[None] + d * np.where(np.isfinite(tchip), tchip, 0)[:, None]
+                rch = np.hypot(pch[:, 0] - cx, pch[:, 1] - cy)
+                ok_chip = chip_first & (part == 0) & (rch >= chip_r * 0.5) & (rch <= chip_r - 1.0)
+                src[ok_chip] = CHIP
+                grp[ok_chip] = G_CHIP
+                pbx = C[None] + d * np.where(np.isfinite(tbox), tbox, 0)[:, None]
+                lx, ly, lz = pbx[:, 0] - cx, pbx[:, 1] - cy, -pbx[:, 2]
+                top = box_first & (face == 0) & (np.maximum(np.abs(lx), np.abs(ly)) <= half - m_edge) & (
+                    np.hypot(lx, ly) >= chip_r + jitter)
+                src[top] = BLK_TOP
+                grp[top] = G_LEVEL0 + h - 1
+                lateral = np.where((face == 1) | (face == 3), np.abs(lx), np.abs(ly))
+                level = np.clip(np.floor(lz / bh).astype(int) + 1, 1, h)
+                within = lz - (level - 1) * bh
+                side = box_first & (face > 0) & (lateral <= half - m_edge) & (within >= 2.0) & (within <= bh - 2.0)
+                src[side] = BLK_SIDE
+                grp[side] = G_LEVEL0 + level[side] - 1
+                orient = np.where(side, face - 1, orient)
+                labels.append((src, grp))
+            # Figure: the coloured top; rays through the clear body reach the board.
+            src = board_src.copy()
+            grp = board_g.copy()
+            tf, part = _hit_cyl(C, d, cx, cy, fig_r, fig_z1, fig_z0)
+            first = tf < tb
+            # Seen through the clear body: the own space, tinted by the plastic.
+            tbody, _ = _hit_cyl(C, d, cx, cy, fig_base_r + 1.5, fig_z0, 0.0)
+            body = ~first & (tbody < tb) & own
+            src[body] = OWN_BODY
+            src[first] = UNKNOWN
+            grp[first] = G_UNKNOWN
+            pf = C[None] + d * np.where(np.isfinite(tf), tf, 0)[:, None]
+            rf = np.hypot(pf[:, 0] - cx, pf[:, 1] - cy)
+            cap = first & (part == 0) & (rf <= fig_r - 1.6)
+            radial = np.stack([pf[:, 0] - cx, pf[:, 1] - cy], 1) / np.maximum(rf, 1e-6)[:, None]
+            dxy = d[:, :2] / np.maximum(np.linalg.norm(d[:, :2], axis=1), 1e-9)[:, None]
+            facing = -(radial * dxy).sum(axis=1)
+            fside = first & (part == 1) & (facing > 0.5) & (-pf[:, 2] >= -fig_z0 + 1.5) & (-pf[:, 2] <= -fig_z1 - 1.5)
+            src[cap] = FIG_CAP
+            grp[cap] = G_FIG
+            src[fside] = FIG_SIDE
+            grp[fside] = G_FIG
+            labels.insert(FIGURE, (src, grp))
+            for hyp, (src, grp) in enumerate(labels):
+                e_p.append(base + np.arange(N))
+                e_src.append(src)
+                e_group.append((k * N_HYP + hyp) * N_GTYPES + grp)
+            px_l.append(pts)
+            cell_l.append(np.full(N, k))
+            orient_l.append(orient)
+            cxy_l.append(np.tile([cx, cy], (N, 1)))
+            base += N
+    px = np.concatenate(px_l)
+    cell = np.concatenate(cell_l)
+    # Cells nearer the nadir are decided first and may hide the farther ones.
+    centres = np.array([((c + 0.5) * s, (r + 0.5) * s) for r in range(n) for c in range(n)])
+    dist = np.hypot(centres[:, 0] - C[0], centres[:, 1] - C[1])
+    order = np.argsort(dist, kind="stable")
+    # Occlusion pairs.
+    d_all = view.rays(px)
+    pair_p, pair_cell, pair_mm = [], [], []
+    for a in range(n * n):
+        ax, ay = centres[a]
+        nearer = dist[cell] > dist[a] + 1e-6
+        idx = np.nonzero(nearer)[0]
+        if len(idx) == 0:
+            continue
+        dd = d_all[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tx1 = (ax - infl - C[0]) / dd[:, 0]
+            tx2 = (ax + infl - C[0]) / dd[:, 0]
+            ty1 = (ay - infl - C[1]) / dd[:, 1]
+            ty2 = (ay + infl - C[1]) / dd[:, 1]
+        t_in = np.maximum(np.minimum(tx1, tx2), np.minimum(ty1, ty2))
+        t_out = np.minimum(np.maximum(tx1, tx2), np.maximum(ty1, ty2))
+        tb = -C[2] / dd[:, 2]
+        t_top = (-top_all - 1 - C[2]) / dd[:, 2]
+        cross = (t_in < t_out) & (t_in < tb) & (t_out > t_top)
+        if not cross.any():
+            continue
+        z_out = C[2] + dd[:, 2] * np.minimum(t_out, tb)
+        need = np.maximum(-z_out, 0.0)
+        sel = np.nonzero(cross)[0]
+        pair_p.append(idx[sel])
+        pair_cell.append(np.full(len(sel), a))
+        pair_mm.append(need[sel])
+    f = np.array([0.22, 0.5, 0.78])
+    lat = np.array([(u, v) for v in f for u in f]) * s
+    space = []
+    space_cell = []
+    for r in range(n):
+        for c in range(n):
+            # Off-centre points: tower marks sit near the centre.
+            pts = lat[[0, 1, 2, 3, 5, 6, 7, 8]] + [c * s, r * s]
+            space.append(view.project(pts))
+            space_cell.append(np.full(len(pts), r * n + c))
+    return BloxGeometry(
+        view.version, px.astype(np.float32), cell, np.concatenate(orient_l), np.concatenate(e_p).astype(np.int32),
+        np.concatenate(e_src).astype(np.int8), np.concatenate(e_group).astype(np.int32),
+        np.concatenate(pair_p).astype(np.int32) if pair_p else np.zeros(0, np.int32),
+        np.concatenate(pair_cell).astype(np.int32) if pair_cell else np.zeros(0, np.int32),
+        np.concatenate(pair_mm).astype(np.float32) if pair_mm else np.zeros(0, np.float32),
+        order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
+        np.concatenate(cxy_l), px_per_mm,
+    )

@@ -1,0 +1,244 @@
+"""Blockers! recogniser: the 9 x 9 board under its clear grid as the ``blockers``
+observation (issue 9).
+
+``Recognizer(calibration).process(frame, t, index)`` returns one observation of
+``observation.md``: ``state.cells`` rows A-I (far to near), columns 1-9, each ``null``
+(empty) or ``{"color": c, "face": f}`` with ``f`` one of ``"A"``-``"I"``, ``"1"``-``"9"``,
+a symbol name or ``"wild"`` (R-BLOCKERS-1), or ``null`` when the print cannot be read
+(the colour is always given). How spaces are read: :mod:`vision.tiles`.
+
+Extra field (a documented addition): ``state.cell_confidence``, 9 x 9 numbers 0..1
+(the colour's confidence; for a tile whose face was read, the lower of colour and face).
+
+Occlusion: hands and arms are found by :class:`vision.hands.HandDetector` against the
+survey's references (the tiles' colours and the board's paper); a space more than 15%
+covered is listed in ``occluded`` and its cell is ``null``: it is not guessed. While a
+hand is over the board nothing is ``stable``.
+
+Symbol names: the edition's section symbols (``engine/editions/blockers.json``,
+``sections``) plus any other symbol the glyph library knows, unless ``symbols=`` is
+given: see the report of issue 9 about the renderer's default symbol names.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import cv2
+import numpy as np
+
+from calibration.colour import srgb_to_linear
+from vision.board import BoardLost, BoardView
+from vision.cards import paper_points
+from vision.colours import ColourModel, bgr_to_linear
+from vision.glyphs import KNOWN_SYMBOLS
+from vision.hands import HandDetector
+from vision.motion import StabilityGate
+from vision.tiles import TileReader, board_reference_lin
+
+OCCLUDED_COVER = 0.15
+FOREIGN_CHROMA = 0.15  # chromaticity distance beyond any printed tile colour
+
+
+def edition_symbols(edition: Any = None) -> list[str]:
+    """The section symbol names of the edition (a dict, or the bundled default)."""
+    data = edition if isinstance(edition, dict) else None
+    if data is None:
+        try:
+            data = json.loads(resources.files("engine.editions").joinpath("blockers.json").read_text("utf-8"))
+        except (FileNotFoundError, ModuleNotFoundError, OSError, json.JSONDecodeError):
+            data = {}
+    secs = data.get("sections") or []
+    names = [str(s) for row in secs for s in row] if secs and isinstance(secs[0], list) else [str(s) for s in secs]
+    return names or list(data.get("symbols") or [])
+
+
+class Recognizer:
+    """Blockers! board from frames (see the module docstring)."""
+
+    game = "blockers"
+
+    def __init__(self, calibration: Any, *, stable_seconds: float = 1.0, edition: Any = None,
+                 symbols: list[str] | None = None) -> None:
+        self.calibration = calibration
+        self.kit = calibration.kit
+        self.view = BoardView(calibration, "blockers")
+        if symbols is None:
+            ed = [s for s in edition_symbols(edition) if s in KNOWN_SYMBOLS]
+            symbols = ed + [s for s in KNOWN_SYMBOLS if s not in ed]
+        self.symbols = symbols
+        self.reader = TileReader(self.view, calibration.survey, symbols)
+        self.gate = StabilityGate(stable_seconds)
+        self.colours = ColourModel(calibration.survey)
+        # The board's paper is a reference too: hands are what neither the tiles nor
+        # the board can be.
+        board_lin = board_reference_lin(calibration.survey, self.kit)
+        from calibration.colour import linear_to_lab
+
+        # Everything that may lie on the board counts as "board colour" for the hand
+        # detector: the paper and the five tile colours (tiles touch and form regions
+        # larger than any Blox piece, which must not read as a hand).
+        keys = []
+        for name in self.kit.blockers.colors:
+            if name in self.colours.refs:
+                self.colours.refs[f"space:{name}"] = self.colours.refs[name]
+                self.colours.ref_lin[f"space:{name}"] = self.colours.ref_lin[name]
+                keys.append(f"space:{name}")
+        self.colours.refs["space:board"] = linear_to_lab(board_lin)
+        self.colours.ref_lin["space:board"] = board_lin
+        keys.append("space:board")
+        self.hands = HandDetector(self.view, self.colours, keys, chroma_tol=0.09)
+        # balance points: the markers' white paper (known nominal white)
+        self._paper = np.concatenate(paper_points(self.kit, "blockers"))
+        self._paper_lin = srgb_to_linear(np.array((240, 240, 236), float))
+        self._paper_px: np.ndarray | None = None
+        self._version = -1
+
+    def _balance(self, frame_bgr: np.ndarray):
+        from vision.board import sample
+
+        if self._paper_px is None or self._version != self.view.version:
+            self._paper_px = self.view.project(self._paper)
+            self._version = self.view.version
+        vals = sample(frame_bgr, self._paper_px)
+        ok = ~np.isnan(vals).any(axis=1)
+        obs = bgr_to_linear(vals[ok])
+        exp_ = np.tile(self._paper_lin, (int(ok.sum()), 1))
+        return self.colours.balance(obs, exp_, self._paper[ok])
+
+    def process(self, frame_bgr: np.ndarray, t: float, index: int, lores: np.ndarray | None = None) -> dict:
+        n = self.kit.blockers.spaces
+        obs: dict[str, Any] = {"game": "blockers", "frame": int(index), "t": round(float(t), 4), "stable": False,
+                               "occluded": [], "confidence": 0.0,
+                               "state": {"cells": [[None] * n for _ in range(n)]}}
+        self.view.update(frame_bgr)
+        try:
+            spaces = self.reader.read(frame_bgr)
+            hands = self.hands.detect(frame_bgr, self._balance(frame_bgr))
+        except BoardLost:
+            self.gate.update(frame_bgr, t, blocked=True, lores=lores)
+            obs["error"] = "board markers not found"
+            return obs
+        cover = hands.cell_cover.copy() if hands.cell_cover is not None else np.zeros((n, n))
+        # Every tile carries a printed face: a "tile" far from every tile colour and
+        # without any print is not a tile.
+        # An empty space far from the board's paper colour (and not merely whitened by
+        # glare) is not empty either.
+        odd = np.array([[(spaces[r][c].tile and spaces[r][c].colour_dist > FOREIGN_CHROMA and spaces[r][c].ink < 0.02)
+                         or (not spaces[r][c].tile and spaces[r][c].board_dist > 0.15 and not spaces[r][c].whitish)
+                         for c in range(n)] for r in range(n)])
+        # A hand is an arm reaching in over the board's edge and covering several
+        # spaces: keep only such regions (a badly printed tile or a shadow is not one).
+        seen = ((cover > 0.05) | odd).astype(np.uint8)
+        k, lab, stats, _ = cv2.connectedComponentsWithStats(seen, connectivity=4)
+        keep = np.zeros(k, bool)
+        for j in range(1, k):
+            x0, y0, w, h = stats[j, :4]
+            edge = x0 == 0 or y0 == 0 or x0 + w == n or y0 + h == n
+            keep[j] = edge and stats[j, cv2.CC_STAT_AREA] >= 2
+        hand_cells = keep[lab]
+        cover = np.where(hand_cells, np.maximum(cover, 1.0), 0.0)
+        if hand_cells.any():
+            # the spaces around the hand: a hand's edge, fingers and shadow reach into
+            # them; reading them would be guessing (they are occluded, not read)
+            near = cv2.dilate(hand_cells.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+            cover[near] = 1.0
+        hand_seen = hands.any or bool(hand_cells.any())
+        cells: list[list[Any]] = [[None] * n for _ in range(n)]
+        conf = np.ones((n, n))
+        occluded = []
+        for r in range(n):
+            for c in range(n):
+                if cover[r, c] > OCCLUDED_COVER:
+                    occluded.append([r, c])
+                    conf[r, c] = 0.0
+                    continue
+                s = spaces[r][c]
+                if not s.tile:
+                    conf[r, c] = s.colour_conf
+                    continue
+                cells[r][c] = {"color": s.colour, "face": s.face}
+                conf[r, c] = min(s.colour_conf, float(np.clip(s.face_margin / 0.15, 0, 1))) if s.face else s.colour_conf
+        motion = self.gate.update(frame_bgr, t, blocked=hand_seen or self.view.confidence == 0, lores=lores)
+        obs["stable"] = bool(motion.stable)
+        obs["occluded"] = occluded
+        obs["state"] = {"cells": cells, "cell_confidence": np.round(conf, 3).tolist()}
+        visible = conf[cover <= OCCLUDED_COVER]
+        obs["confidence"] = round(float(min(visible.min() if visible.size else 1.0, self.view.confidence)), 4)
+        return obs
+
+    def overlay(self, frame_bgr: np.ndarray, observation: dict) -> np.ndarray:
+        out = frame_bgr.copy()
+        if self.view.pose is None:
+            return out
+        n = self.kit.blockers.spaces
+        z = -self.kit.blockers.tile_thickness_mm
+        occ = {tuple(p) for p in observation.get("occluded", [])}
+        cells = observation.get("state", {}).get("cells", [])
+        for r in range(n):
+            for c in range(n):
+                poly = np.round(self.view.cell_polygon(r, c, z, shrink=1.5)).astype(np.int32)
+                cell = cells[r][c] if r < len(cells) and c < len(cells[r]) else None
+                if (r, c) in occ:
+                    cv2.polylines(out, [poly], True, (0, 0, 255), 1, cv2.LINE_AA)
+                elif cell:
+                    colour = (0, 200, 0) if cell.get("face") else (0, 165, 255)
+                    cv2.polylines(out, [poly], True, colour, 1, cv2.LINE_AA)
+                    p = poly.mean(axis=0)
+                    cv2.putText(out, str(cell.get("face") or "?")[:3], (int(p[0]) - 8, int(p[1]) + 4),
+                                cv2.FONT_HERSHEY_SIMPLEX, 0.3, (255, 255, 255), 1, cv2.LINE_AA)
+        return out
+
+
+def score(truth: dict, observed: dict) -> dict[str, tuple[int, int]]:
+    """Metrics for ``bloxcam evaluate``: (errors, total) each, over spaces not occluded
+    in the truth.
+
+    * ``tile_color``: spaces read wrong as empty/tile or with a wrong colour, over
+      spaces the recogniser did not report occluded (a reported-occluded visible space
+      is counted in ``space_hidden`` instead);
+    * ``face_unread``: visible tiles (correct colour) whose face is ``null``, over
+      visible tiles; ``face_wrong``: faces read wrong, over faces read;
+    * ``space_hidden``: visible spaces the recogniser called occluded (caution);
+    * ``occlusion_missed``: truth-occluded spaces read wrong (should be occluded)."""
+    tc = truth.get("state", {}).get("cells", [])
+    oc = observed.get("state", {}).get("cells", [])
+    t_occ = {tuple(p) for p in truth.get("occluded", [])}
+    o_occ = {tuple(p) for p in observed.get("occluded", [])}
+    col = [0, 0]
+    unread = [0, 0]
+    wrong = [0, 0]
+    hidden = [0, 0]
+    missed = [0, 0]
+    for r, row in enumerate(tc):
+        for c, t in enumerate(row):
+            o = oc[r][c] if r < len(oc) and c < len(oc[r]) else None
+            if (r, c) in t_occ:
+                if (r, c) not in o_occ:
+                    missed[1] += 1
+                    same = (t is None and o is None) or (t and o and t.get("color") == o.get("color")
+                                                         and o.get("face") in (None, t.get("face")))
+                    missed[0] += int(not same)
+                continue
+            hidden[1] += 1
+            if (r, c) in o_occ:
+                hidden[0] += 1
+                continue
+            col[1] += 1
+            if (t is None) != (o is None) or (t and o and t.get("color") != o.get("color")):
+                col[0] += 1
+                if t:
+                    unread[1] += 1
+                    unread[0] += 1
+                continue
+            if t:
+                unread[1] += 1
+                if o.get("face") is None:
+                    unread[0] += 1
+                else:
+                    wrong[1] += 1
+                    wrong[0] += int(o.get("face") != t.get("face"))
+    return {"tile_color": (col[0], col[1]), "face_unread": (unread[0], unread[1]), "face_wrong": (wrong[0], wrong[1]),
+            "space_hidden": (hidden[0], hidden[1]), "occlusion_missed": (missed[0], missed[1])}

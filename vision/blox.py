@@ -1,0 +1,521 @@
+"""Blox recognition: one calibrated frame -> the ``blox`` observation (observation.md).
+
+How a frame is read (issue 8):
+
+1. The board pose is re-checked (:class:`vision.board.BoardView`); everything that
+   depends only on the pose is cached (:mod:`vision._blox_geometry`): for every cell a
+   lattice of probe pixels, and for every hypothesis about the cell (empty, a tower of
+   1..5 blocks, a figure) what each probe would see, found by casting its ray against
+   the hypothesis's solid built from the kit's sizes (block footprint and height, the
+   point chip on top, the figure's coloured top and clear body).
+2. The probes are sampled (one bilinear remap), converted to linear light and
+   normalised for this frame's light: gains and a smooth light field fitted robustly
+   on the board's own spaces against the survey (:mod:`vision.colours`).
+3. Hands and arms (:mod:`vision.hands`) mark probes as unseen and cells as occluded.
+4. Every hypothesis is scored against the pixels: each probe costs its truncated
+   squared CIELAB distance to what the hypothesis predicts there (the surveyed space
+   colour, the chip, the best block colour *per level*, the best figure colour), or a
+   fixed cost where the hypothesis predicts nothing known (another cell's square, an
+   edge). So the tower height follows from geometry: where the chip and the top face
+   are, how far the side faces reach.
+5. Occlusion between cells: cells are decided in order of distance from the camera's
+   nadir (only nearer cells can hide farther ones); a probe whose ray passes over a
+   nearer cell whose decided solid is tall enough is not used for the farther cell. The
+   scoring is vectorised over all cells and repeated until the decisions no longer
+   change what is hidden (two or three rounds).
+6. Side faces are darker than top faces by a factor that depends on the light. It is
+   measured per frame and per face orientation from the towers themselves (a tower's
+   top block shows its top face and its side faces in the same colour), then block
+   colours are classified with it.
+
+Stability (:mod:`vision.motion`): a frame is ``stable`` only when no hand is seen, no
+cell is occluded and the low-resolution motion gate has seen the scene still for
+``stable_seconds``; a frame read exactly like the previous one tolerates a moderate
+pixel change (pieces shivering) without restarting the clock.
+
+Confidence per cell (extra field ``cell_confidence``, 9x9, ``null`` for occluded cells)
+is the posterior of the chosen hypothesis times the lowest posterior of its block or
+figure colours. A level whose side faces cannot be seen at all (a tower straight under
+the camera) gets confidence 0.25: reported, not silently rounded. ``confidence`` is the
+lowest of them (observation.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cv2
+import numpy as np
+
+from vision import _blox_geometry as geo_mod
+from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN,
+                                   N_GTYPES, N_HYP, N_SRC, BloxGeometry)
+from vision.board import BoardView, sample
+from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
+from vision.hands import HandDetector
+from vision.motion import StabilityGate, lores_grey
+
+SIGMA = 6.0  # CIELAB distance scale of one probe's cost (surveyed colours)
+SIGMA_NOMINAL = 11.0  # the same for the kit's nominal colours (chip, figures): print drift is not surveyed
+SIGMA_BODY = 14.0  # a space seen through a figure's clear body
+CAP = 4.5  # cost of a probe that matches nothing the hypothesis predicts (3 sigma)
+UNKNOWN_COST = 1.5  # cost of a probe where the hypothesis predicts nothing known
+TEMPERATURE = 3.0  # probes are correlated (blur, JPEG): posterior temperature over summed costs
+COLOUR_TEMPERATURE = 2.0
+DEFAULT_SIDE_SHADE = 0.55
+HAND_CELL_COVER = 0.03  # a cell whose square is this much under a hand is occluded
+
+
+#: motion is watched over the board plus this fraction of its width on every side
+MOTION_APRON = 0.5
+
+
+class Recognizer:
+    """Blox recogniser (see the module docstring and ``vision/__init__.py``)."""
+
+    game = "blox"
+
+    def __init__(self, calibration: Any, *, stable_seconds: float = 1.0, edition: Any = None,
+                 probes_per_cell: int = 150) -> None:
+        if calibration.game != "blox":
+            raise ValueError(f"the calibration is for {calibration.game}, not blox")
+        if calibration.survey is None or "spaces" not in calibration.survey:
+            raise ValueError("the calibration has no board colour survey: run `bloxcam calibrate board FRAME`")
+        self.cal = calibration
+        self.kit = calibration.kit
+        self.view = BoardView(calibration, "blox")
+        self.colours = ColourModel(calibration.survey)
+        self.blocks = list(self.kit.blox.colors)
+        self.players = list(self.kit.blox.players)
+        n = self.kit.blox.spaces
+        self.n = n
+        self.space_names = self.colours.space_names
+        keys = [f"space:{c}" for c in self.blocks if f"space:{c}" in self.colours.refs]
+        keys += [k for k in ("chip",) if k in self.colours.refs]
+        keys += [f"figure:{p}" for p in self.players if f"figure:{p}" in self.colours.refs]
+        self.hand_detector = HandDetector(self.view, self.colours, keys)
+        self.gate = StabilityGate(stable_seconds)
+        self.probes_per_cell = probes_per_cell
+        self._geo: BloxGeometry | None = None
+        self._lores_roi: tuple[int, np.ndarray] | None = None
+        self.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
+        self.edition = edition
+        self._block_lab = np.array([self.colours.refs[f"block:{c}"] if f"block:{c}" in self.colours.refs
+                                    else self.colours.refs[f"space:{c}"] for c in self.blocks])
+        self._fig_lab = np.array([self.colours.refs[f"figure:{p}"] for p in self.players])
+        self._chip_lab = np.array(self.colours.refs["chip"], float)
+        self._chip_learnt = False
+        self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
+        self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
+        self.last: dict[str, Any] = {}
+        self._prev_cells: list | None = None
+
+    # ------------------------------------------------------------------ geometry
+    def geometry(self) -> BloxGeometry:
+        if self._geo is None or self._geo.version != self.view.version:
+            self._geo = geo_mod.build(self.view, probes_per_cell=self.probes_per_cell)
+            g = self._geo
+            g.e_cell = g.e_group // (N_HYP * N_GTYPES)  # type: ignore[attr-defined]
+            g.e_hyp = (g.e_group // N_GTYPES) % N_HYP  # type: ignore[attr-defined]
+            g.e_gtype = g.e_group % N_GTYPES  # type: ignore[attr-defined]
+            g.e_idx = g.e_p.astype(np.int64) * N_SRC + g.e_src  # type: ignore[attr-defined]
+            # Entries are stored cell by cell: where each cell's run starts.
+            g.e_start = np.searchsorted(g.e_cell, np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
+            s = self.kit.blox.space_mm
+            f = np.array([0.22, 0.5, 0.78])
+            lat = np.array([(u, v) for v in f for u in f])[[0, 1, 2, 3, 5, 6, 7, 8]] * s
+            g.space_xy = np.concatenate([lat + [c * s, r * s] for r in range(self.n) for c in range(self.n)])  # type: ignore[attr-defined]
+        return self._geo
+
+    # ------------------------------------------------------------------- costs
+    def _side_lab(self, lin_n: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        shade = np.where(g.orient >= 0, self.side_shade[np.clip(g.orient, 0, 3)], DEFAULT_SIDE_SHADE)
+        return lab(lin_n / shade[:, None])
+
+    def _probe_costs(self, lab_top: np.ndarray, lab_side: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        """Per probe and source, the cost of each of (up to) four candidate colours: (N*7, 4)."""
+        N = len(lab_top)
+        Q = np.empty((N, N_SRC, 4), np.float32)
+        Q[:, 0, :] = UNKNOWN_COST
+        own2 = _shaded_sqdist(lab_top, self._space_lab_flat[g.cell])
+        Q[:, 1, :] = self._cost2(own2)[:, None]
+        Q[:, 7, :] = self._cost2(own2, SIGMA_BODY)[:, None]
+        # Chip and figures are compared with the kit's nominal colours: a looser scale.
+        Q[:, 2, :] = self._cost2(_sqdist(lab_top, self._chip_lab[None]), SIGMA_NOMINAL)[:, 0][:, None]
+        Q[:, 3, :] = self._cost2(_sqdist(lab_top, self._fig_lab), SIGMA_NOMINAL)
+        wts = np.array([0.3, 1.0, 1.0], np.float32)
+        Q[:, 4, :] = self._cost2(_sqdist(lab_top * wts, self._fig_lab * wts), SIGMA_NOMINAL)
+        Q[:, 5, :] = self._cost2(_sqdist(lab_top, self._block_lab))
+        Q[:, 6, :] = self._cost2(_sqdist(lab_side, self._block_lab))
+        return np.ascontiguousarray(Q.reshape(N * N_SRC, 4).T)
+
+    @staticmethod
+    def _cost2(d2: np.ndarray, sigma: float = SIGMA) -> np.ndarray:
+        return np.minimum(d2 * np.float32(1.0 / (2 * sigma * sigma)), np.float32(CAP))
+
+    def _score(self, Q: np.ndarray, visible: np.ndarray, g: BloxGeometry, cells: np.ndarray | None = None,
+               prev: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Hypothesis costs (cells, N_HYP), group sums (cells, N_HYP, N_GTYPES, 4) and counts.
+
+        With ``cells`` (and the previous result ``prev``) only those cells are rescored."""
+        if cells is None:
+            sel = visible[g.e_p]
+            idx, grp = g.e_idx[sel], g.e_group[sel]
+        else:
+            rng = np.concatenate([np.arange(g.e_start[k], g.e_start[k + 1]) for k in cells])
+            sel = rng[visible[g.e_p[rng]]]
+            idx, grp = g.e_idx[sel], g.e_group[sel]
+        c4 = Q[:, idx]
+        size = self.n * self.n * N_HYP * N_GTYPES
+        if prev is None:
+            S = np.zeros((size, 4))
+            cnt = np.zeros(size)
+        else:
+            S = prev[1].reshape(size, 4).copy()
+            cnt = prev[2].reshape(size).copy()
+            for k in cells:  # type: ignore[union-attr]
+                a, b = k * N_HYP * N_GTYPES, (k + 1) * N_HYP * N_GTYPES
+                S[a:b] = 0
+                cnt[a:b] = 0
+        for j in range(4):
+            S[:, j] += np.bincount(grp, weights=c4[j], minlength=size)
+        cnt += np.bincount(grp, minlength=size)
+        S = S.reshape(self.n * self.n, N_HYP, N_GTYPES, 4)
+        cnt = cnt.reshape(self.n * self.n, N_HYP, N_GTYPES)
+        cost = S[:, :, G_UNKNOWN, 0] + S[:, :, G_OWN, 0] + S[:, :, G_CHIP, 0] + S[:, :, G_FIG, :].min(axis=2)
+        cost = cost + S[:, :, G_LEVEL0:, :].min(axis=3).sum(axis=2)
+        return cost, S, cnt
+
+    @staticmethod
+    def _top_mm(decision: np.ndarray, blocked: np.ndarray, kit: Any) -> np.ndarray:
+        b = kit.blox
+        top = np.where((decision >= 1) & (decision <= 5), decision * b.block.height_mm + b.chip.thickness_mm, 0.0)
+        top = np.where(decision == FIGURE, b.figure.height_mm, top)
+        return np.where(blocked, b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1, top)
+
+    def _hidden(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        if len(g.pair_p) == 0:
+            return np.zeros(len(g.px), bool)
+        hit = top_mm[g.pair_cell] >= g.pair_mm
+        return np.bincount(g.pair_p, weights=hit.astype(np.float32), minlength=len(g.px)) > 0
+
+    def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry) -> tuple:
+        """Decide every cell, then re-decide the cells whose probes the decided solids of
+        nearer cells hide, until nothing more changes."""
+        visible = seen
+        cost, S, cnt = self._score(Q, visible, g)
+        decision = np.argmin(cost, axis=1)
+        for _ in range(5):
+            hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit), g)
+            new_visible = seen & ~hidden
+            changed = np.unique(g.cell[new_visible != visible])
+            visible = new_visible
+            if len(changed) == 0:
+                break
+            cost, S, cnt = self._score(Q, visible, g, changed, (cost, S, cnt))
+            decision = np.argmin(cost, axis=1)
+        return decision, visible, cost, S, cnt
+
+    def _learn_chip(self, lab_top: np.ndarray, visible: np.ndarray, decision: np.ndarray, g: BloxGeometry) -> float:
+        """The chips' colour as seen on this table: the kit gives only a nominal colour
+        (the survey cannot see chips), so it is learnt from the chips of the towers
+        read, kept only when near the nominal one. Returns how far it moved (dE)."""
+        sel = (decision[g.e_cell] == g.e_hyp) & visible[g.e_p] & (g.e_src == CHIP)
+        if sel.sum() < 12:
+            return 0.0
+        med = np.median(lab_top[g.e_p[sel]], axis=0)
+        nominal = self.colours.refs["chip"]
+        if np.linalg.norm(med - nominal) > 30.0:
+            return 0.0
+        new = med if not self._chip_learnt else 0.7 * self._chip_lab + 0.3 * med
+        moved = float(np.linalg.norm(new - self._chip_lab))
+        self._chip_lab = new
+        self._chip_learnt = True
+        return moved
+
+    def _estimate_side_shade(self, lin_n: np.ndarray, visible: np.ndarray, decision: np.ndarray,
+                             g: BloxGeometry) -> None:
+        """Side-face shading per orientation: a tower's top block shows its top face and
+        its side faces in one colour, so their luminance ratio is the shading."""
+        sel = (decision[g.e_cell] == g.e_hyp) & visible[g.e_p] & (decision[g.e_cell] >= 1) & (decision[g.e_cell] <= 5)
+        sel &= g.e_gtype == (G_LEVEL0 + decision[g.e_cell] - 1)
+        if not sel.any():
+            return
+        p = g.e_p[sel]
+        cell = g.e_cell[sel]
+        src = g.e_src[sel]
+        lum = luminance(lin_n[p])
+        size = self.n * self.n
+        top_sum = np.bincount(cell[src == BLK_TOP], weights=lum[src == BLK_TOP], minlength=size)
+        top_cnt = np.bincount(cell[src == BLK_TOP], minlength=size)
+        top_mean = top_sum / np.maximum(top_cnt, 1)
+        new = self.side_shade.copy()
+        for o in range(4):
+            m = (src == BLK_SIDE) & (g.orient[p] == o)
+            if not m.any():
+                continue
+            s_sum = np.bincount(cell[m], weights=lum[m], minlength=size)
+            s_cnt = np.bincount(cell[m], minlength=size)
+            ok = (s_cnt >= 3) & (top_cnt >= 3)
+            if not ok.any():
+                continue
+            s_mean = s_sum / np.maximum(s_cnt, 1)
+            # Bright blocks carry the ratio; black ones add mostly noise.
+            num, den = float(s_mean[ok].sum()), float(top_mean[ok].sum())
+            if den > 1e-3:
+                new[o] = float(np.clip(num / den, 0.12, 1.6))
+        self.side_shade = new
+
+    # ------------------------------------------------------------------ process
+    def process(self, frame_bgr: np.ndarray, t: float, index: int, lores: np.ndarray | None = None) -> dict:
+        if frame_bgr is None or not isinstance(frame_bgr, np.ndarray) or frame_bgr.ndim != 3 or frame_bgr.shape[2] != 3:
+            raise ValueError("expected a BGR colour frame (H x W x 3)")
+        if frame_bgr.dtype != np.uint8:
+            frame_bgr = np.clip(frame_bgr, 0, 255).astype(np.uint8)
+        n = self.n
+        check = self.view.update(frame_bgr)
+        if self.view.pose is None or check.status.value == "lost":
+            self._prev_cells = None
+            self.gate.update(frame_bgr, t, blocked=True, lores=lores)
+            return self._observation(index, t, False, [[r, c] for r in range(n) for c in range(n)],
+                                     [[None] * n for _ in range(n)], np.zeros((n, n)), extra={"pose": "lost"})
+        g = self.geometry()
+        raw = sample(frame_bgr, g.px)
+        finite = np.isfinite(raw).all(axis=1)
+        lin = bgr_to_linear(np.nan_to_num(raw))
+        sraw = sample(frame_bgr, g.space_pts)
+        slin = bgr_to_linear(np.nan_to_num(sraw))
+        balance = self.colours.balance(slin, self._space_lin_flat[g.space_cell], g.space_xy)  # type: ignore[attr-defined]
+        hands = self.hand_detector.detect(frame_bgr, balance)
+        lin_n = balance.normalise(lin, g.centre_xy)
+        lab_top = lab(lin_n)
+        seen = finite.copy()
+        if hands.any:
+            seen &= ~hands.covered(g.px)
+        cover = hands.cell_cover.reshape(-1) if hands.cell_cover is not None else np.zeros(n * n)
+        hand_cells = cover >= HAND_CELL_COVER
+
+        Q = self._probe_costs(lab_top, self._side_lab(lin_n, g), g)
+        decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
+        if np.any((decision >= 1) & (decision <= 5)):
+            before = self.side_shade.copy()
+            self._estimate_side_shade(lin_n, visible, decision, g)
+            moved = self._learn_chip(lab_top, visible, decision, g)
+            if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
+                # The side faces' shading changed (new light, first frame): read again with it.
+                Q = self._probe_costs(lab_top, self._side_lab(lin_n, g), g)
+                decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
+        hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
+
+        # Hands: cells under a hand, or whose evidence a hand hides, are not read.
+        hand_hidden = np.zeros(n * n)
+        if hands.any:
+            under = ~seen & finite
+            relevant = (g.e_hyp == decision[g.e_cell]) & (g.e_gtype != G_UNKNOWN)
+            tot = np.bincount(g.e_cell[relevant], minlength=n * n)
+            hid = np.bincount(g.e_cell[relevant], weights=under[g.e_p[relevant]].astype(float), minlength=n * n)
+            hand_hidden = hid / np.maximum(tot, 1)
+        own_visible = cnt[np.arange(n * n), decision, :].sum(axis=1) - cnt[np.arange(n * n), decision, G_UNKNOWN]
+        occluded_flat = hand_cells | (hand_hidden >= 0.2) | (own_visible < 6)
+
+        cells: list[list[Any]] = [[None] * n for _ in range(n)]
+        conf = np.zeros((n, n))
+        occluded: list[list[int]] = []
+        for k in range(n * n):
+            r, c = divmod(k, n)
+            if occluded_flat[k]:
+                occluded.append([r, c])
+                conf[r, c] = np.nan
+                continue
+            h = int(decision[k])
+            cc = float(hyp_conf[k])
+            if h == EMPTY:
+                cells[r][c] = None
+            elif h == FIGURE:
+                sums = S[k, h, G_FIG]
+                j = int(np.argmin(sums))
+                cc = min(cc, float(confidence_from_costs(sums / COLOUR_TEMPERATURE, 1.0)))
+                cells[r][c] = {"figure": self.players[j]}
+            else:
+                tower: list[str] = []
+                confs: list[float] = []
+                for level in range(h, 0, -1):  # top down: an unseen level repeats the one above
+                    sums = S[k, h, G_LEVEL0 + level - 1]
+                    if cnt[k, h, G_LEVEL0 + level - 1] < 2:
+                        tower.append(tower[-1] if tower else self.blocks[int(np.argmin(sums))])
+                        confs.append(1.0 / len(self.blocks))
+                        continue
+                    tower.append(self.blocks[int(np.argmin(sums))])
+                    confs.append(float(confidence_from_costs(sums / COLOUR_TEMPERATURE, 1.0)))
+                tower.reverse()
+                cc = min([cc] + confs)
+                cells[r][c] = {"tower": tower}
+            conf[r, c] = cc
+        same = self._prev_cells is not None and self._prev_cells == cells and not occluded
+        self._prev_cells = cells
+        motion = self._motion(frame_bgr, t, lores, blocked=hands.any or bool(occluded), consistent=same)
+        stable = bool(motion.stable and not hands.any and not occluded)
+        self.last = {"decision": decision.reshape(n, n), "hyp_conf": hyp_conf.reshape(n, n), "balance": balance,
+                     "hands": hands, "side_shade": self.side_shade.copy(), "motion": motion, "pose": check.status.value}
+        return self._observation(index, t, stable, occluded, cells, conf,
+                                 extra={"pose": check.status.value} if check.status.value != "ok" else None)
+
+    def _motion(self, frame: np.ndarray, t: float, lores: np.ndarray | None, blocked: bool,
+                consistent: bool = False) -> Any:
+        small = lores_grey(lores if lores is not None else frame, self.gate.width)
+        key = (self.view.version, small.shape)
+        if self._lores_roi is None or self._lores_roi[0] != key:
+            H, W = frame.shape[:2]
+            sx, sy = small.shape[1] / W, small.shape[0] / H
+            # The board, the tallest pieces on it, and an apron around it: an arm reaching
+            # in moves there first, and its shadow on the board would spoil the reading.
+            b = self.kit.blox
+            w_mm = self.kit.area_mm("blox")[0]
+            hmax = b.block.max_tower * b.block.height_mm + 10
+            m = MOTION_APRON * w_mm
+            corners = np.array([[-m, -m, 0], [w_mm + m, -m, 0], [w_mm + m, w_mm + m, 0], [-m, w_mm + m, 0],
+                                [-m, -m, -hmax], [w_mm + m, -m, -hmax], [w_mm + m, w_mm + m, -hmax],
+                                [-m, w_mm + m, -hmax]], float)
+            pts = self.view.project(corners) * [sx, sy]
+            mask = np.zeros(small.shape, np.uint8)
+            cv2.fillConvexPoly(mask, cv2.convexHull(np.round(pts).astype(np.int32)), 1)
+            self._lores_roi = (key, mask.astype(bool))
+        return self.gate.update(None, t, roi=self._lores_roi[1], blocked=blocked, lores=small, consistent=consistent)
+
+    def _observation(self, index: int, t: float, stable: bool, occluded: list[list[int]], cells: list[list[Any]],
+                     conf: np.ndarray, extra: dict | None = None) -> dict:
+        finite = conf[np.isfinite(conf)]
+        obs: dict[str, Any] = {
+            "game": "blox", "frame": int(index), "t": round(float(t), 4), "stable": bool(stable),
+            "occluded": occluded,
+            "confidence": round(float(finite.min()), 4) if finite.size else 0.0,
+            "state": {"colors": [list(row) for row in self.space_names], "cells": cells},
+            "cell_confidence": [[None if not np.isfinite(v) else round(float(v), 4) for v in row] for row in conf],
+        }
+        if extra:
+            obs.update(extra)
+        return obs
+
+    # ------------------------------------------------------------------ overlay
+    def overlay(self, frame_bgr: np.ndarray, observation: dict) -> np.ndarray:
+        """The frame with the grid and what was read: tower heights and top colours,
+        figures, occluded cells crossed out, low-confidence cells in red."""
+        out = frame_bgr.copy()
+        if self.view.pose is None:
+            return out
+        n = self.n
+        s = self.kit.blox.space_mm
+        bgr = {name: tuple(int(v) for v in rgb[::-1]) for name, rgb in self.kit.blox.colors.items()}
+        bgr.update({name: tuple(int(v) for v in rgb[::-1]) for name, rgb in self.kit.blox.players.items()})
+        occ = {tuple(x) for x in observation.get("occluded", [])}
+        confs = observation.get("cell_confidence") or [[1.0] * n for _ in range(n)]
+        for r in range(n):
+            for c in range(n):
+                poly = self.view.cell_polygon(r, c).astype(np.int32)
+                low = confs[r][c] is not None and confs[r][c] < 0.9
+                cv2.polylines(out, [poly], True, (0, 0, 255) if low else (0, 200, 0), 1, cv2.LINE_AA)
+                centre = self.view.project(np.array([[(c + 0.5) * s, (r + 0.5) * s, 0.0]]))[0]
+                pc = (int(centre[0]), int(centre[1]))
+                if (r, c) in occ:
+                    cv2.line(out, tuple(poly[0]), tuple(poly[2]), (0, 0, 255), 1, cv2.LINE_AA)
+                    cv2.line(out, tuple(poly[1]), tuple(poly[3]), (0, 0, 255), 1, cv2.LINE_AA)
+                    continue
+                cell = observation["state"]["cells"][r][c]
+                if not cell:
+                    continue
+                if "tower" in cell:
+                    cv2.circle(out, pc, 7, bgr.get(cell["tower"][-1], (255, 255, 255)), -1, cv2.LINE_AA)
+                    cv2.putText(out, str(len(cell["tower"])), (pc[0] - 4, pc[1] + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
+                                (0, 0, 255), 1, cv2.LINE_AA)
+                else:
+                    cv2.drawMarker(out, pc, bgr.get(cell["figure"], (255, 255, 255)), cv2.MARKER_DIAMOND, 12, 2)
+        return out
+
+
+def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float = 1.04) -> np.ndarray:
+    """Squared CIELAB distance from ``obs`` to ``ref`` under the best shading factor.
+
+    A surface in shadow keeps its chromaticity; in CIELAB its (L + 16, a, b) scale
+    together by the cube root of the light's factor u. u is fitted per row in closed
+    form and kept in [lo, hi] (about 0.24x to 1.1x the light): a shadowed space still
+    matches its colour, a different colour does not."""
+    o = np.asarray(obs, np.float32).copy()
+    v = np.asarray(ref, np.float32).copy()
+    o[:, 0] += 16
+    v[:, 0] += 16
+    u = np.clip((o * v).sum(axis=1) / np.maximum((v * v).sum(axis=1), 1e-6), lo, hi)
+    d = o - u[:, None] * v
+    return (d * d).sum(axis=1)
+
+
+def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Squared distances (N, K) between rows of x (N,3) and refs (K,3), float32."""
+    x = np.asarray(x, np.float32)
+    r = np.asarray(refs, np.float32)
+    d2 = (x * x).sum(axis=1)[:, None] + (r * r).sum(axis=1)[None, :] - 2.0 * (x @ r.T)
+    return np.maximum(d2, 0.0)
+
+
+# ---------------------------------------------------------------------- scoring
+
+
+def score(truth: dict, observed: dict) -> dict[str, tuple[int, int]]:
+    """Blox metrics (errors, total) for one frame, for ``bloxcam evaluate``.
+
+    * ``space``: cells visible in both the truth and the observation whose content differs;
+    * ``board_exact``: on truth-stable frames, 1 error unless every cell is right and none
+      is reported occluded;
+    * ``tower_height``: truth towers (visible in both) read with another height or not as a tower;
+    * ``block_colour``: blocks of those towers read with another colour (missing levels count);
+    * ``figure_colour``: truth figures read as anything but a figure of their colour;
+    * ``occlusion_missed``: truth-occluded cells the observation gave a value for (a guess under a hand);
+    * ``occlusion_extra``: cells reported occluded that the truth sees (caution, not an error of content);
+    * ``colors``: board space colours that differ from the truth's (when both give them).
+    """
+    tcells = truth["state"]["cells"]
+    ocells = observed["state"]["cells"]
+    n = len(tcells)
+    tocc = {tuple(x) for x in truth.get("occluded", [])}
+    oocc = {tuple(x) for x in observed.get("occluded", [])}
+    m = {k: [0, 0] for k in ("space", "tower_height", "block_colour", "figure_colour", "occlusion_missed",
+                             "occlusion_extra")}
+    exact = True
+    for r in range(n):
+        for c in range(n):
+            key = (r, c)
+            tv, ov = tcells[r][c], ocells[r][c]
+            if key in tocc:
+                m["occlusion_missed"][1] += 1
+                if key not in oocc:
+                    m["occlusion_missed"][0] += 1
+                continue
+            m["occlusion_extra"][1] += 1
+            if key in oocc:
+                m["occlusion_extra"][0] += 1
+                exact = False
+                continue
+            m["space"][1] += 1
+            if tv != ov:
+                m["space"][0] += 1
+                exact = False
+            if tv and "tower" in tv:
+                m["tower_height"][1] += 1
+                ot = ov.get("tower") if ov else None
+                if ot is None or len(ot) != len(tv["tower"]):
+                    m["tower_height"][0] += 1
+                for i, col in enumerate(tv["tower"]):
+                    m["block_colour"][1] += 1
+                    if ot is None or i >= len(ot) or ot[i] != col:
+                        m["block_colour"][0] += 1
+            elif tv and "figure" in tv:
+                m["figure_colour"][1] += 1
+                if not ov or ov.get("figure") != tv["figure"]:
+                    m["figure_colour"][0] += 1
+    out = {k: (v[0], v[1]) for k, v in m.items()}
+    if truth.get("stable"):
+        out["board_exact"] = (0 if exact and not tocc else 1, 1)
+    tcol = truth["state"].get("colors")
+    ocol = observed["state"].get("colors")
+    if tcol and ocol:
+        out["colors"] = (sum(a != b for ra, rb in zip(tcol, ocol) for a, b in zip(ra, rb)), n * n)
+    return out

@@ -1,0 +1,832 @@
+"""Bloxo cards on the table: find them, put them on the card grid, read their quadrants.
+
+Private helper of :mod:`vision.bloxo` (issue 9). Works in the board frame of
+``table-kit.md`` through :class:`vision.board.BoardView`; nothing here knows how a scene
+was drawn, only the kit file (card, quadrant and shape sizes, the play area) and the
+surveyed colour references.
+
+How a frame is read:
+
+1. The play area is warped top-down at 1 px/mm (cached maps per pose) and converted to
+   linear light, white-balanced per frame against the markers' white paper (the light
+   may change between the survey and this frame).
+2. The card faces are what is dark (a threshold between the face as measured in this
+   frame and the darkest card colour); shapes are the bright holes in them: blobs of
+   shape size ringed by black face (an opening first cuts the necks blur draws
+   between a shape and the table; a second look at a higher threshold separates
+   shapes blur has joined to the table).
+3. Each shape's outline is traced at half height between the black face and the
+   shape's own brightness (on a 2x upsampling) and classified from the contour alone
+   (solidity, fill of the smallest enclosing circle, number of deep concavities)
+   against ideal outlines of the kit's shape names rasterised and blurred the same
+   way. Its colour is classified separately, by chromaticity (shading and light level
+   do not matter), from its brighter pixels; the two must agree (R-BLOXO-1), a
+   disagreement is reported, never silently resolved. A blob unchanged since the
+   previous frame (same place, size and colour) keeps its reading.
+4. Shapes lie near a lattice of quadrant centres (the card grid of R-BLOXO-2 halved).
+   Four shapes in the four quadrant slots of one grid position make a card; its pose
+   (offset, rotation) is fitted from the four centroids. Cards within the kit's
+   tolerance are on the grid; four shapes forming a card elsewhere are a card far off
+   the grid or lying on another card, reported as such. Grid positions with only some
+   of their shapes visible are occluded (a hand, glare, or a card on top), not guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import cv2
+import numpy as np
+
+from calibration.colour import srgb_lut, srgb_to_linear
+
+_LUT = srgb_lut()
+_LUT3 = np.ascontiguousarray(np.repeat(_LUT[:, None], 3, axis=1)).reshape(1, 256, 3)
+PAPER_NOMINAL = (240, 240, 236)  # the markers' paper, the white the survey balances against
+
+COARSE_PPM = 1.0
+_DISK7 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))
+_DISK11 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (11, 11))
+
+
+# ------------------------------------------------------------------------ light
+
+
+def to_linear(bgr: np.ndarray) -> np.ndarray:
+    """BGR uint8 -> linear RGB float32 (same shape)."""
+    return cv2.LUT(bgr, _LUT3)[..., ::-1]
+
+
+def lab_to_linear(lab: Any) -> np.ndarray:
+    """CIELAB (D65) -> linear RGB, the inverse of :func:`calibration.colour.linear_to_lab`."""
+    L, a, b = (float(v) for v in lab)
+    fy = (L + 16) / 116
+    fx, fz = fy + a / 500, fy - b / 200
+
+    def inv(f: float) -> float:
+        return f ** 3 if f > 6 / 29 else 3 * (6 / 29) ** 2 * (f - 4 / 29)
+
+    m = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
+                  [0.0193339, 0.1191920, 0.9503041]])
+    xyz = np.array([inv(fx), inv(fy), inv(fz)]) * m.sum(axis=1)
+    return np.linalg.solve(m, xyz)
+
+
+def paper_points(kit: Any, game: str) -> list[np.ndarray]:
+    """Board points (mm) on each marker's white paper quiet zone, one array per marker."""
+    q = kit.markers.quiet_zone_mm
+    s = kit.markers.size_mm
+    out = []
+    for corners in kit.marker_corners(game).values():
+        x0, y0 = corners[:, 0].min(), corners[:, 1].min()
+        pts = [(x0 - q / 2, y0 + s * t) for t in np.linspace(0.15, 0.85, 5)]
+        pts += [(x0 + s * t, y0 - q / 2) for t in np.linspace(0.15, 0.85, 5)]
+        pts += [(x0 + s + q / 2, y0 + s * t) for t in np.linspace(0.15, 0.85, 5)]
+        pts += [(x0 + s * t, y0 + s + q / 2) for t in np.linspace(0.15, 0.85, 5)]
+        out.append(np.array(pts, float))
+    return out
+
+
+class WhiteReference:
+    """Per-frame white balance against white paper seen in every frame.
+
+    ``gains`` map the paper's linear RGB onto its nominal colour. Paper covered by a
+    hand or in deep shadow is recognised as an outlier (much darker or much less
+    neutral than the others) and left out; with no paper at all the last gains stay."""
+
+    def __init__(self, groups_mm: list[np.ndarray], nominal_rgb: tuple[int, int, int] = PAPER_NOMINAL,
+                 initial: Any = None) -> None:
+        self.groups = groups_mm
+        self.nominal = srgb_to_linear(np.array(nominal_rgb, float))
+        self.gains = np.asarray(initial, float) if initial is not None else np.ones(3)
+        self.level = 1.0  # paper brightness relative to nominal, this frame
+        self._px: list[np.ndarray] | None = None
+        self._version = -1
+
+    def update(self, frame_bgr: np.ndarray, view: Any, version: int | None = None) -> np.ndarray:
+        from vision.board import sample
+
+        ver = view.version if version is None else version
+        if self._version != ver or self._px is None:
+            self._px = [view.project(g) for g in self.groups]
+            self._version = ver
+        cols = []
+        for px in self._px:
+            v = sample(frame_bgr, px)
+            v = v[~np.isnan(v).any(axis=1)]
+            if len(v) < 4:
+                continue
+            lin = _LUT[np.clip(np.round(v), 0, 255).astype(np.uint8)][:, ::-1]
+            cols.append(np.median(lin, axis=0))
+        if not cols:
+            return self.gains
+        cols_a = np.array(cols)
+        bright = cols_a.sum(axis=1)
+        chroma = (cols_a.max(axis=1) - cols_a.min(axis=1)) / np.maximum(cols_a.max(axis=1), 1e-6)
+        ok = (bright >= 0.6 * bright.max()) & (chroma <= np.median(chroma) + 0.15)
+        ref = np.median(cols_a[ok], axis=0)
+        if np.all(ref > 1e-4):
+            self.gains = self.nominal / ref
+            self.level = float(ref.sum() / self.nominal.sum())
+        return self.gains
+
+
+@dataclass
+class ColourRefs:
+    """Reference colours (normalised linear RGB) and their chromaticities."""
+
+    names: list[str]
+    linear: np.ndarray  # (K, 3)
+
+    @property
+    def chroma(self) -> np.ndarray:
+        return self.linear / self.linear.sum(axis=1, keepdims=True)
+
+    @staticmethod
+    def from_survey(survey: dict | None, names: list[str], fallback_rgb: dict[str, tuple]) -> "ColourRefs":
+        """References from the survey's ``pieces`` (keys ``name`` or ``*:name``) in CIELAB,
+        the kit's nominal colour when the survey lacks one."""
+        pieces = (survey or {}).get("pieces", {})
+        lins = []
+        for n in names:
+            entry = pieces.get(n) or next((v for k, v in pieces.items() if k.split(":")[-1] == n), None)
+            if entry and entry.get("lab") is not None:
+                lins.append(np.clip(lab_to_linear(entry["lab"]), 1e-4, None))
+            else:
+                lins.append(srgb_to_linear(np.array(fallback_rgb[n], float)))
+        return ColourRefs(list(names), np.array(lins))
+
+    def classify(self, lin: np.ndarray) -> tuple[int, float, float]:
+        """(index, chromaticity distance, margin to the second best) of one colour."""
+        s = float(np.sum(lin))
+        if s <= 1e-6:
+            return -1, 9.0, 0.0
+        d = np.linalg.norm(self.chroma - lin / s, axis=1)
+        order = np.argsort(d)
+        second = float(d[order[1]]) if len(d) > 1 else 9.0
+        return int(order[0]), float(d[order[0]]), second - float(d[order[0]])
+
+
+class StableWarp:
+    """Top-down warp maps that survive a pose re-found at (nearly) the same place.
+
+    :class:`vision.board.BoardView` starts a new pose version whenever the pose tracker
+    re-finds the board; with a default (uncalibrated) lens the markers never fit the
+    pose within the tracker's tolerance, so that happens on every frame although the
+    board has not moved. Rebuilding the maps (and forgetting what was read) each time
+    would cost more than reading the frame: the maps are kept while the area's corners
+    project within a quarter pixel of where they did. ``version`` counts real changes."""
+
+    def __init__(self, view: Any, ppm: float, z: float = 0.0) -> None:
+        self.view, self.ppm, self.z = view, ppm, z
+        self.version = 0
+        self._corners: np.ndarray | None = None
+        self._maps: tuple[np.ndarray, np.ndarray] | None = None
+        self._seen = -1
+
+    def maps(self) -> tuple[np.ndarray, np.ndarray]:
+        v = self.view
+        if self._maps is not None and self._seen == v.version:
+            return self._maps
+        w, h = v.kit.area_mm(v.game)
+        corners = v.project(np.array([[0, 0, self.z], [w, 0, self.z], [w, h, self.z], [0, h, self.z],
+                                      [w / 2, h / 2, self.z]], float))
+        if self._maps is None or self._corners is None or np.abs(corners - self._corners).max() > 0.25:
+            mx, my = v.rectify_maps(self.ppm, 0.0, self.z)
+            self._maps = (mx, my)
+            self._corners = corners
+            self.version += 1
+        self._seen = v.version
+        return self._maps
+
+    def warp(self, image: np.ndarray) -> np.ndarray:
+        mx, my = self.maps()
+        return cv2.remap(image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+# ------------------------------------------------------------------------ shapes
+
+
+def ideal_outline(name: str, r: float) -> list[np.ndarray]:
+    """Generic outlines of the shape names a Bloxo kit can use (mm, centred, radius r).
+
+    These are what the words mean, not any particular print: a rhombus, a disc, a
+    plus-sign cross with arms a third as wide as the shape, a five-pointed star."""
+    if name == "circle":
+        a = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+        return [np.stack([r * np.cos(a), r * np.sin(a)], 1)]
+    if name == "diamond":
+        return [np.array([[0, -r], [0.75 * r, 0], [0, r], [-0.75 * r, 0]])]
+    if name == "square":
+        q = r * 0.75
+        return [np.array([[-q, -q], [q, -q], [q, q], [-q, q]])]
+    if name == "cross":
+        w = r / 3
+        return [np.array([[-w, -r], [w, -r], [w, -w], [r, -w], [r, w], [w, w], [w, r], [-w, r], [-w, w], [-r, w],
+                          [-r, -w], [-w, -w]])]
+    if name == "star":
+        a = -np.pi / 2 + np.arange(10) * np.pi / 5
+        rad = np.where(np.arange(10) % 2 == 0, r, r * 0.42)
+        return [np.stack([rad * np.cos(a), rad * np.sin(a)], 1)]
+    if name == "triangle":
+        a = -np.pi / 2 + np.arange(3) * 2 * np.pi / 3
+        return [np.stack([r * np.cos(a), r * np.sin(a)], 1)]
+    if name == "heart":
+        t = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+        x = 16 * np.sin(t) ** 3
+        y = -(13 * np.cos(t) - 5 * np.cos(2 * t) - 2 * np.cos(3 * t) - np.cos(4 * t))
+        return [np.stack([x, y], 1) * (r / 16.5)]
+    raise ValueError(f"no outline known for the shape name {name!r}")
+
+
+def contour_features(mask: np.ndarray) -> np.ndarray | None:
+    """Rotation- and scale-invariant outline features of the largest blob in ``mask``:
+    [solidity, fill of the smallest enclosing circle, number of deep concavities / 4].
+
+    Solidity and fill separate round from pointed and convex from concave outlines; the
+    count of concavities deeper than a seventh of the radius tells four-fold (a cross)
+    from five-fold (a star) outlines."""
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    if not contours:
+        return None
+    c = max(contours, key=cv2.contourArea) if len(contours) > 1 else contours[0]
+    area = cv2.contourArea(c)
+    if area < 12 or len(c) < 4:
+        return None
+    hull_idx = cv2.convexHull(c, returnPoints=False)
+    hull_area = cv2.contourArea(c[hull_idx.ravel()])
+    _, rad = cv2.minEnclosingCircle(c)
+    deep = 0
+    if len(hull_idx) > 3:
+        try:
+            defects = cv2.convexityDefects(c, np.sort(hull_idx, axis=0))
+        except cv2.error:
+            defects = None
+        if defects is not None:
+            deep = int(np.count_nonzero(defects[:, 0, 3] / 256.0 > rad / 7.0))
+    return np.array([area / max(hull_area, 1e-6), area / (math.pi * rad * rad), min(deep, 8) / 4.0])
+
+
+# Feature scales: typical spread of each feature between prints, blur and pose.
+_FEATURE_SCALE = np.array([0.06, 0.06, 0.2])
+
+
+class ShapeClassifier:
+    """Nearest ideal outline in feature space, the ideals put through exactly what an
+    observed shape goes through: drawn at the warp's resolution, blurred by about the
+    camera's pixel footprint (several amounts), outlined by :func:`outline_mask`."""
+
+    def __init__(self, names: list[str], size_mm: float, ppm: float, blurs_px: tuple[float, ...] = (0.3, 0.8, 1.4, 2.0, 2.6)):
+        self.names = list(names)
+        protos: list[tuple[int, np.ndarray]] = []
+        r = size_mm / 2
+        n = int(math.ceil(size_mm * 1.6 * ppm))
+        hi = 8
+        for k, name in enumerate(self.names):
+            for blur in blurs_px:
+                for ang in (0.0, 6.0, 45.0, 90.0):
+                    big = np.zeros((n * hi, n * hi), np.float32)
+                    a = math.radians(ang)
+                    rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+                    polys = [np.round(((p @ rot.T) * ppm * hi + n * hi / 2) * 16).astype(np.int32)
+                             for p in ideal_outline(name, r)]
+                    cv2.fillPoly(big, polys, 1.0, cv2.LINE_AA, 4)
+                    img = cv2.resize(big, (n, n), interpolation=cv2.INTER_AREA)
+                    img = cv2.GaussianBlur(img, (0, 0), blur)
+                    f = contour_features(outline_mask(img, 1.0, 0.0))
+                    if f is not None:
+                        protos.append((k, f))
+        self._K = np.array([k for k, _ in protos])
+        self._P = np.array([f for _, f in protos]) / _FEATURE_SCALE
+
+    def classify(self, feats: np.ndarray) -> tuple[str, float, float]:
+        """(name, distance, margin to the best other name)."""
+        d = np.sqrt((((feats / _FEATURE_SCALE)[None, :] - self._P) ** 2).sum(axis=1))
+        per = np.full(len(self.names), np.inf)
+        np.minimum.at(per, self._K, d)
+        order = np.argsort(per)
+        d0 = float(per[order[0]])
+        d1 = float(per[order[1]]) if len(order) > 1 else np.inf
+        return self.names[int(order[0])], d0, d1 - d0
+
+
+UPSAMPLE = 2  # outlines are traced on a 2x bilinear upsampling of the warp: sub-pixel edges
+
+
+def outline_mask(values: np.ndarray, top: float, bottom: float) -> np.ndarray:
+    """The shape's outline at half height between ``bottom`` (the black face) and ``top``
+    (the shape's own brightness), traced on a bilinear upsampling of ``values``."""
+    h, w = values.shape
+    up = cv2.resize(values, (w * UPSAMPLE, h * UPSAMPLE), interpolation=cv2.INTER_LINEAR)
+    return (up > (top + bottom) / 2).astype(np.uint8)
+
+
+# ------------------------------------------------------------------------ hands
+
+FOREIGN_STEP_MM = 4.0
+
+
+def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.ndarray, *,
+                 chroma_tol: float = 0.03, level_tol: float = 0.35, min_area_mm2: float = 1200.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Regions of the play area that are neither the table nor a card: hands, arms.
+
+    Bloxo has no board whose colours the survey knows, so the table itself is the
+    reference, learned from this frame: its chromaticity is the median of the non-card
+    pixels, its brightness a smooth (quadratic) light field fitted robustly to them.
+    What differs from both by more than the tolerances over an area larger than any
+    card part is foreign. A glare spot (brighter, whiter) is not foreign.
+
+    ``linb``: the coarse warp in linear BGR; ``s`` its balanced brightness; ``dark``
+    the card-face mask. Returns bool images at :data:`FOREIGN_STEP_MM` per pixel: the
+    foreign regions, and the glare (much brighter than the table's light and whiter)."""
+    k = int(round(FOREIGN_STEP_MM * COARSE_PPM))
+    H, W = dark.shape
+    size = (W // k, H // k)
+    small = cv2.resize(linb, size, interpolation=cv2.INTER_AREA)[..., ::-1] * gains
+    dk = cv2.resize(dark.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.02
+    kc = 2 * int(round(9.0 / FOREIGN_STEP_MM)) + 1
+    # the card faces with everything they enclose are cards, not table
+    cards = cv2.morphologyEx(dk.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((kc, kc), np.uint8)).astype(bool)
+    ss = small.sum(axis=2)
+    ch = small / np.maximum(ss, 1e-6)[..., None]
+    table = ~cards & (ss > 1e-4)
+    if table.sum() < 50:
+        return np.zeros((size[1], size[0]), bool), np.zeros((size[1], size[0]), bool)
+    tpx = ch[table]
+    tch = np.median(tpx[:: max(1, len(tpx) // 3000)], axis=0)
+    dch = np.linalg.norm(ch - tch, axis=2)
+    # smooth light field of the table: log level, quadratic in x, y, robust
+    yy, xx = np.mgrid[0:ss.shape[0], 0:ss.shape[1]]
+    x, y = xx / ss.shape[1] - 0.5, yy / ss.shape[0] - 0.5
+    basis = np.stack([np.ones_like(x), x, y, x * x, x * y, y * y], axis=-1)
+    sel = table & (dch < chroma_tol)
+    ls = np.log(np.maximum(ss, 1e-6))
+    A, bvec = basis[sel], ls[sel]
+    sub = max(1, len(bvec) // 3000)
+    A, bvec = A[::sub], bvec[::sub]
+    w = np.ones(len(bvec))
+    coef = np.zeros(6)
+    if len(bvec) >= 12:
+        for _ in range(3):
+            Aw = A * w[:, None]
+            coef = np.linalg.solve(Aw.T @ A + 1e-6 * np.eye(6), Aw.T @ bvec)
+            r = np.abs(bvec - A @ coef)
+            w = (r < max(3 * 1.48 * float(np.median(r)), 0.05)).astype(float)
+    dl = ls - basis @ coef
+    glare = (dl > 0) & (np.linalg.norm(ch - (tch + (1 / 3 - tch) * 0.5), axis=2) < dch)
+    odd = ~cards & (ss > 1e-4) & ((dch > chroma_tol) | (np.abs(dl) > level_tol)) & ~(glare & (dch < 0.12))
+    odd = cv2.morphologyEx(odd.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(odd, connectivity=8)
+    keep = np.zeros(n, bool)
+    keep[1:] = stats[1:, cv2.CC_STAT_AREA] * FOREIGN_STEP_MM ** 2 >= min_area_mm2
+    # An arm reaches in from outside the play area: a hand's region touches its edge
+    # (a glare spot, a shadow's core or a stray object inside does not).
+    x0, y0 = stats[:, 0], stats[:, 1]
+    x1, y1 = x0 + stats[:, 2], y0 + stats[:, 3]
+    keep &= (x0 <= 1) | (y0 <= 1) | (x1 >= size[0] - 1) | (y1 >= size[1] - 1)
+    mask = keep[labels]
+    if mask.any():
+        mask = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    shine = (dl > 0.3) & (glare | cards) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12)
+    return mask, shine
+
+
+# ------------------------------------------------------------------------- cards
+
+
+@dataclass
+class Blob:
+    x: float  # board mm, centroid
+    y: float
+    area_mm2: float
+    colour: str | None = None
+    colour_dist: float = 9.0
+    colour_margin: float = 0.0
+    shape: str | None = None
+    shape_dist: float = 99.0
+    shape_margin: float = 0.0
+    partial: bool = False  # cut by something (too small, touching the face edge)
+
+    @property
+    def confidence(self) -> float:
+        c = np.clip(self.colour_margin / 0.08, 0, 1) * np.clip(1.5 - self.colour_dist / 0.12, 0, 1)
+        s = np.clip(self.shape_margin / 3.0, 0, 1)
+        return float(min(c, s, 1.0))
+
+
+@dataclass
+class Card:
+    centre: tuple[float, float]  # board mm
+    rotation_deg: float  # from the nearest multiple of 90
+    quads: list[Blob]  # NW, NE, SE, SW in table coordinates
+    at: tuple[int, int] | None = None  # nearest grid position
+    offset_mm: float = 0.0
+    status: str = "ok"  # "ok", "off-grid", "on-top"
+    covers: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class CardsResult:
+    cards: list[Card]  # on the grid, fully read
+    misplaced: list[Card]
+    partial: dict[tuple[int, int], int]  # grid position -> visible shapes (occluded cards)
+    blobs: list[Blob]
+    white_level: float = 1.0
+    foreign: np.ndarray | None = None  # bool at FOREIGN_STEP_MM: neither table nor card (hands, arms)
+    glare: np.ndarray | None = None  # bool at FOREIGN_STEP_MM: glare spots
+
+    def foreign_at(self, x: float, y: float, half: float, which: str = "foreign") -> float:
+        """Fraction of the square (centre x, y mm, half side) covered by something
+        foreign (``which="glare"``: by glare)."""
+        m = self.foreign if which == "foreign" else self.glare
+        if m is None:
+            return 0.0
+        step = FOREIGN_STEP_MM
+        H, W = m.shape
+        i0, i1 = int(max((y - half) / step, 0)), int(min((y + half) / step, H))
+        j0, j1 = int(max((x - half) / step, 0)), int(min((x + half) / step, W))
+        if i1 <= i0 or j1 <= j0:
+            return 0.0
+        return float(m[i0:i1, j0:j1].mean())
+
+
+class CardReader:
+    """Reads every Bloxo card of a frame; see the module docstring."""
+
+    def __init__(self, view: Any, survey: dict | None, *, grid_origin_mm: tuple[float, float] | None = None,
+                 off_grid_mm: float | None = None, off_grid_deg: float | None = None) -> None:
+        self.view = view
+        kit = view.kit
+        self.kit = kit
+        o = kit.bloxo
+        self.card = o.card_mm
+        self.quad = o.quadrant_mm
+        self.shape_mm = o.shape_mm
+        w, h = o.play_area_mm
+        # The start card [0, 0] lies at the play area's centre (the four markers frame
+        # the play area around the tableau's start).
+        self.origin = np.array(grid_origin_mm if grid_origin_mm is not None else (w / 2, h / 2), float)
+        # Beyond these a card is "far off the grid": half-way to being ambiguous.
+        self.off_grid_mm = off_grid_mm if off_grid_mm is not None else max(3 * o.max_offset_mm, self.quad * 0.3)
+        self.off_grid_deg = off_grid_deg if off_grid_deg is not None else max(3 * o.max_rotation_deg, 12.0)
+        self.colour_names = list(o.colors)
+        self.refs = ColourRefs.from_survey(survey, self.colour_names, o.colors)
+        self.expected_shape = dict(o.shapes)
+        shape_names = sorted(set(o.shapes.values()))
+        self.shapes = ShapeClassifier(shape_names, self.shape_mm, COARSE_PPM)
+        gains0 = (survey or {}).get("white_balance", {}).get("gains")
+        self.white = WhiteReference(paper_points(kit, "bloxo"), initial=gains0)
+        self.stable = StableWarp(view, COARSE_PPM)
+        self.reuse = True  # reuse an unchanged blob's reading from the previous frame
+        self._previous: list[tuple[Blob, np.ndarray]] = []
+        self._prev_version = -1
+        r = self.shape_mm / 2
+        self.area_lo = 0.45 * r * r  # the thinnest star still has about 1.3 r^2
+        self.area_hi = 1.35 * math.pi * r * r
+
+    def dark_threshold(self, level: float) -> float:
+        """Linear-light sum separating the card's black face from its shapes, under this
+        frame's light: between the face and the darkest card colour, nearer the face (a
+        dark table must stay above it)."""
+        face = float(srgb_to_linear(np.array(self.kit.bloxo.face, float)).sum())
+        weakest = float(self.refs.linear.sum(axis=1).min())
+        return max(face, 1e-3) ** 0.55 * weakest ** 0.45 * level
+
+    def read(self, frame_bgr: np.ndarray) -> CardsResult:
+        view = self.view
+        warp = self.stable.warp(frame_bgr)
+        gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
+        level = self.white.level
+        linb = cv2.LUT(warp, _LUT3)  # linear, BGR order
+        if self._prev_version != self.stable.version:
+            self._previous = []
+        self._prev_version = self.stable.version
+        self._prev_xy = np.array([[p[0].x, p[0].y] for p in self._previous]) if self._previous else np.zeros((0, 2))
+        self._current: list[tuple[Blob, np.ndarray]] = []
+        s = cv2.transform(linb, gains[::-1].reshape(1, 3).copy())  # balanced r + g + b
+        # a 3x3 mean: sensor noise, amplified by a strong white balance, must not punch
+        # holes into the black face
+        thr = self.dark_threshold(level)
+        sb = cv2.blur(s, (3, 3))
+        dark = sb < thr
+        face_level = float(np.median(s[dark][:: 7])) if dark.any() else 0.0
+        # The face is often brighter than nominal (a strong white balance lifts its
+        # noise, JPEG lifts its blacks): put the threshold halfway (geometrically)
+        # between the face as measured and the weakest card colour.
+        weakest = float(self.refs.linear.sum(axis=1).min()) * level
+        thr2 = math.sqrt(max(face_level, 1e-6) * weakest)
+        if thr2 > thr:
+            thr = min(thr2, 0.5 * weakest)
+            dark = sb < thr
+        # Shapes are the holes of the black card faces: bright blobs wholly ringed by
+        # black. The table, hands and glare on the table are not ringed by black.
+        # An opening of the bright part first: the necks that blur draws between a
+        # shape and the table or a neighbouring card's shape (where cards lie a few mm
+        # off toward each other) are cut; every shape keeps a core.
+        closed = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats((~closed).astype(np.uint8), connectivity=4)
+        blobs: list[Blob] = []
+        H, W = dark.shape
+        area = stats[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
+        ww, hh = stats[:, cv2.CC_STAT_WIDTH], stats[:, cv2.CC_STAT_HEIGHT]
+        single = (area >= 0.5 * self.area_lo) & (area <= self.area_hi * 2.0) & (ww <= 2 * hh + 3) & (hh <= 2 * ww + 3)
+        # Two shapes of neighbouring cards lying close (both cards off by a few mm the
+        # same way) blur into one blob at the face threshold: split such blobs at half
+        # their own brightness.
+        merged = ~single & (area > self.area_hi) & (area <= self.area_hi * 6.0)
+        merged[0] = False
+        for i in np.nonzero(single | merged)[0]:
+            if i == 0:
+                continue
+            x0, y0, w, h = stats[i, :4]
+            if single[i]:
+                self._try_blob(blobs, i, labels, (x0, y0, w, h), dark, linb, s,
+                               gains, face_level)
+                continue
+            m = 3
+            xa, ya, xb, yb = max(x0 - m, 0), max(y0 - m, 0), min(x0 + w + m, W), min(y0 + h + m, H)
+            comp = labels[ya:yb, xa:xb] == i
+            local = s[ya:yb, xa:xb]
+            t_local = 0.5 * float(np.percentile(local[comp], 90))
+            sub_dark = dark[ya:yb, xa:xb] | (comp & (local < t_local))
+            k, sl, sst, _ = cv2.connectedComponentsWithStats((comp & ~sub_dark).astype(np.uint8), connectivity=8)
+            for j in range(1, k):
+                sx, sy, sw, sh = sst[j, :4]
+                ar = sst[j, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
+                if ar < 0.5 * self.area_lo or ar > self.area_hi * 1.6:
+                    continue
+                full = np.zeros((H, W), np.int32)  # a private label image for this piece
+                full[ya:yb, xa:xb] = np.where(sl == j, i, 0)
+                dfull = dark.copy()
+                dfull[ya:yb, xa:xb] = sub_dark
+                self._try_blob(blobs, i, full, (xa + sx, ya + sy, sw, sh), dfull, linb, s, gains, face_level)
+        # Second look at a higher threshold (half the weakest colour): under blur a
+        # shape near a card's edge can stay joined to the table at the face threshold.
+        hi_thr = 0.5 * weakest
+        if hi_thr > thr * 1.3:
+            dark2 = sb < hi_thr
+            closed2 = cv2.morphologyEx(dark2.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
+            n2, labels2, stats2, cents2 = cv2.connectedComponentsWithStats((~closed2).astype(np.uint8), connectivity=4)
+            area2 = stats2[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
+            have = np.array([[b.x, b.y] for b in blobs]) if blobs else np.zeros((0, 2))
+            for i in np.nonzero((area2 >= 0.5 * self.area_lo) & (area2 <= self.area_hi * 1.6))[0]:
+                if i == 0:
+                    continue
+                x, y = view.mm_of_rectified(cents2[i, 0], cents2[i, 1], COARSE_PPM)
+                if len(have) and np.min(np.hypot(have[:, 0] - x, have[:, 1] - y)) < self.quad * 0.4:
+                    continue
+                self._try_blob(blobs, i, labels2, tuple(stats2[i, :4]), dark2, linb, s, gains, face_level)
+        self._previous = self._current if self.reuse else []
+        result = self._assemble(blobs, level)
+        result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
+        # Grid positions covered by a black card face but not read: a card is there
+        # (under glare, blur, a hand): occluded, never silently missing.
+        read = {c.at for c in result.cards}
+        half = self.card / 2
+        w_mm, h_mm = self.kit.bloxo.play_area_mm
+        nx = int((w_mm / 2) // self.card) + 1
+        ny = int((h_mm / 2) // self.card) + 1
+        for gx in range(-nx, nx + 1):
+            for gy in range(-ny, ny + 1):
+                if (gx, gy) in read or (gx, gy) in result.partial:
+                    continue
+                cx, cy = self.origin + np.array([gx, gy]) * self.card
+                i0, i1 = int(max((cy - half * 0.8) * COARSE_PPM, 0)), int(min((cy + half * 0.8) * COARSE_PPM, H))
+                j0, j1 = int(max((cx - half * 0.8) * COARSE_PPM, 0)), int(min((cx + half * 0.8) * COARSE_PPM, W))
+                if i1 <= i0 or j1 <= j0:
+                    continue
+                fd = dark[i0:i1, j0:j1].mean()
+                # glare can wash a whole card out: what lies under it is not known
+                if fd > 0.3 or result.foreign_at(cx, cy, half, "glare") > (0.03 if fd > 0.03 else 0.15):
+                    result.partial[(gx, gy)] = 0
+        return result
+
+    def _try_blob(self, blobs: list[Blob], i: int, labels: np.ndarray, box: tuple, dark: np.ndarray,
+                  linb: np.ndarray, s: np.ndarray, gains: np.ndarray, face_level: float) -> None:
+        """Accept component ``i`` of ``labels`` as a shape if black face rings it."""
+        H, W = dark.shape
+        x0, y0, w, h = (int(v) for v in box)
+        m = int(round(7 * COARSE_PPM))
+        xa, ya, xb, yb = max(x0 - m, 0), max(y0 - m, 0), min(x0 + w + m, W), min(y0 + h + m, H)
+        compb = labels[ya:yb, xa:xb] == i
+        comp = compb.view(np.uint8)
+        # around the blob (its box grown by 3 px): mostly black face (a blurred outline
+        # and a card edge nearby may take some of it)
+        g = 3
+        ia, ib, ja, jb = max(y0 - g, 0) - ya, min(y0 + h + g, H) - ya, max(x0 - g, 0) - xa, min(x0 + w + g, W) - xa
+        dk = dark[ya:yb, xa:xb]
+        cnt = int(np.count_nonzero(compb))
+        outside = (ib - ia) * (jb - ja) - int(np.count_nonzero(compb[ia:ib, ja:jb]))
+        if outside <= 0 or (int(np.count_nonzero(dk[ia:ib, ja:jb])) - int(np.count_nonzero(dk[ia:ib, ja:jb]
+                                                                                               & compb[ia:ib, ja:jb]))
+                            ) < 0.45 * outside:
+            return
+        m_ = cv2.moments(comp, True)
+        area = cnt / COARSE_PPM ** 2
+        x, y = self.view.mm_of_rectified(m_["m10"] / m_["m00"] + xa, m_["m01"] / m_["m00"] + ya, COARSE_PPM)
+        b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
+        # The table changes rarely: a blob at the same place, of the same size and
+        # colour as in the previous frame is the same print; its reading is reused.
+        col = np.array(cv2.mean(linb[ya:yb, xa:xb], mask=comp)[:3][::-1]) * gains
+        chroma = col / max(float(col.sum()), 1e-9)
+        prev = self._previous
+        if prev:
+            d = np.hypot(self._prev_xy[:, 0] - x, self._prev_xy[:, 1] - y)
+            j = int(np.argmin(d))
+            p = prev[j]
+            if d[j] < 0.7 and abs(p[0].area_mm2 / area - 1) < 0.04 and np.abs(p[1] - chroma).max() < 0.02:
+                old = p[0]
+                b.colour, b.colour_dist, b.colour_margin = old.colour, old.colour_dist, old.colour_margin
+                b.shape, b.shape_dist, b.shape_margin, b.partial = old.shape, old.shape_dist, old.shape_margin, old.partial
+                blobs.append(b)
+                self._current.append((b, chroma))
+                return
+        self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level)
+        blobs.append(b)
+        self._current.append((b, chroma))
+
+    # --------------------------------------------------------- shape + colour
+    def _read_blob(self, b: Blob, linb: np.ndarray, s: np.ndarray, comp: np.ndarray, gains: np.ndarray,
+                   face_level: float) -> None:
+        """Colour and contour shape of one blob, from its ROI of the warp."""
+        sc = s[comp > 0]
+        mean_s = float(sc.mean())
+        core = ((s >= mean_s) & (comp > 0)).astype(np.uint8)
+        # The colour from the blob's brighter half (robust to blur at the outline and
+        # to a glare spot's washed-out centre).
+        col = np.array(cv2.mean(linb, mask=core)[:3][::-1]) * gains
+        sat = (col.max() - col.min()) / max(col.max(), 1e-9)
+        idx, dist, margin = self.refs.classify(col)
+        if sat < 0.45:
+            # white-ish: glare on the card, not a printed colour
+            b.colour, b.colour_dist, b.colour_margin, b.partial = None, dist, 0.0, True
+            return
+        b.colour = self.refs.names[idx] if idx >= 0 else None
+        b.colour_dist, b.colour_margin = dist, margin
+        top = float(sc[sc >= mean_s].mean())
+        # outline at half height, inside the blob grown by a pixel (the other blobs in
+        # the ROI stay out)
+        # (the blob was found after an opening: grow it back past its tips)
+        region = cv2.dilate(comp, _DISK11) & (s > face_level + 0.25 * (top - face_level)).astype(np.uint8)
+        vals = np.where(region > 0, s, np.float32(face_level))
+        mask = outline_mask(vals, top, face_level)
+        hh, ww = mask.shape
+        x, y, w, h = cv2.boundingRect(mask)
+        if w == 0 or x == 0 or y == 0 or x + w >= ww or y + h >= hh:
+            b.partial = True  # cut by the warp's edge
+        feats = contour_features(mask)
+        if feats is None:
+            b.partial = True
+            return
+        b.shape, b.shape_dist, b.shape_margin = self.shapes.classify(feats)
+        if float(mask.sum()) / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
+            b.partial = True
+
+    # ---------------------------------------------------------------- cards
+    def _slot(self, x: float, y: float) -> tuple[int, int, float]:
+        """Quadrant lattice index (kx, ky) of a board point and its distance to it."""
+        rel = np.array([x, y]) - self.origin - self.quad / 2
+        k = np.round(rel / self.quad)
+        d = float(np.linalg.norm(rel - k * self.quad))
+        return int(k[0]), int(k[1]), d
+
+    def grid_of(self, x: float, y: float) -> tuple[int, int]:
+        rel = (np.array([x, y]) - self.origin) / self.card
+        return int(np.round(rel[0])), int(np.round(rel[1]))
+
+    def _assemble(self, blobs: list[Blob], level: float) -> CardsResult:
+        slots: dict[tuple[int, int], dict[int, Blob]] = {}
+        loose: list[Blob] = []
+        tol = self.off_grid_mm + self.quad / 2 * math.sin(math.radians(self.off_grid_deg)) * 1.5
+        for b in blobs:
+            kx, ky, d = self._slot(b.x, b.y)
+            if d <= min(tol, self.quad * 0.35):
+                pos = ((kx + 1) // 2, (ky + 1) // 2)
+                q = (0 if kx % 2 else 1, 0 if ky % 2 else 1)  # (right?, near?)
+                qi = {(0, 0): 0, (1, 0): 1, (1, 1): 2, (0, 1): 3}[q]
+                cell = slots.setdefault(pos, {})
+                if qi in cell:  # two shapes in one slot: something lies on something
+                    loose.append(b)
+                else:
+                    cell[qi] = b
+            else:
+                loose.append(b)
+        cards: list[Card] = []
+        partial: dict[tuple[int, int], int] = {}
+        for pos, cell in slots.items():
+            if len(cell) == 4 and not any(b.partial for b in cell.values()):
+                card = _fit_card([cell[i] for i in range(4)])
+                card.at = pos
+                cx, cy = self.origin + np.array(pos) * self.card
+                card.offset_mm = float(math.hypot(card.centre[0] - cx, card.centre[1] - cy))
+                if card.offset_mm > self.off_grid_mm or abs(card.rotation_deg) > self.off_grid_deg:
+                    card.status = "off-grid"
+                cards.append(card)
+            else:
+                partial[pos] = sum(not b.partial for b in cell.values())
+                if len(cell) < 4:
+                    loose.extend(cell.values())
+        # Four loose shapes in a card's square: a card off the grid or on another card.
+        misplaced = [c for c in cards if c.status != "ok"]
+        cards = [c for c in cards if c.status == "ok"]
+        misplaced += _group_loose([b for b in loose if not b.partial], self.quad)
+        used = {id(b) for c in misplaced for b in c.quads}
+        # shapes that turned out to belong to a misplaced card are no evidence of a card
+        # at the grid spot whose slot they happened to fall in
+        for pos, cell in slots.items():
+            if pos in partial and cell and all(id(b) in used for b in cell.values()):
+                del partial[pos]
+        for c in misplaced:
+            c.at = self.grid_of(*c.centre)
+            c.offset_mm = float(np.linalg.norm(np.array(c.centre) - (self.origin + np.array(c.at) * self.card)))
+            if c.status == "ok":
+                c.status = "off-grid"
+            c.covers = self._covered_positions(c)
+        # A misplaced card covering a grid card: it lies on top of it.
+        on_grid = {c.at: c for c in cards}
+        for c in misplaced:
+            under = [p for p in c.covers if p in on_grid or p in partial]
+            if under:
+                c.status = "on-top"
+            for p in c.covers:
+                if p in on_grid:
+                    # the card below cannot be fully seen: it is occluded by the one on top
+                    partial[p] = 4
+                    cards.remove(on_grid.pop(p))
+        # Loose shapes that made no card: evidence of a card we cannot read
+        for b in loose:
+            # only what looks like a printed shape (colour and outline agreeing) is
+            # evidence of a card; a patch of table between cards is not
+            if id(b) in used or b.colour is None or self.expected_shape.get(b.colour) != b.shape \
+                    or b.colour_dist > 0.2:
+                continue
+            partial.setdefault(self.grid_of(b.x, b.y), 0)
+        for c in misplaced:
+            for p in c.covers:
+                partial.setdefault(p, 0)
+        return CardsResult(cards, misplaced, partial, blobs, level)
+
+    def _covered_positions(self, c: Card) -> list[tuple[int, int]]:
+        """Grid positions whose card square the (misplaced) card overlaps by > 10%."""
+        out = []
+        gx, gy = self.grid_of(*c.centre)
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                p = (gx + dx, gy + dy)
+                cx, cy = self.origin + np.array(p) * self.card
+                ox = max(0.0, self.card - abs(c.centre[0] - cx))
+                oy = max(0.0, self.card - abs(c.centre[1] - cy))
+                if ox * oy > 0.1 * self.card ** 2:
+                    out.append(p)
+        return out
+
+
+def _fit_card(quads: list[Blob]) -> Card:
+    """Centre and rotation (from the nearest multiple of 90 degrees) of four shapes."""
+    pts = np.array([[b.x, b.y] for b in quads])
+    centre = pts.mean(axis=0)
+    ideal = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]], float)
+    rel = pts - centre
+    # rotation of ideal -> rel (2D Procrustes)
+    num = float(np.sum(ideal[:, 0] * rel[:, 1] - ideal[:, 1] * rel[:, 0]))
+    den = float(np.sum(ideal[:, 0] * rel[:, 0] + ideal[:, 1] * rel[:, 1]))
+    ang = math.degrees(math.atan2(num, den))
+    ang = (ang + 45) % 90 - 45
+    return Card((float(centre[0]), float(centre[1])), ang, quads)
+
+
+def _group_loose(blobs: list[Blob], quad: float) -> list[Card]:
+    """Sets of four shapes at the corners of a quadrant-sized square (greedy)."""
+    out: list[Card] = []
+    free = list(blobs)
+    tol = 0.2 * quad
+    while len(free) >= 4:
+        found = None
+        for i, a in enumerate(free):
+            near = [b for b in free if b is not a and abs(math.hypot(b.x - a.x, b.y - a.y) - quad) < tol]
+            diag = [b for b in free if b is not a and abs(math.hypot(b.x - a.x, b.y - a.y) - quad * math.sqrt(2)) < tol]
+            for d in diag:
+                sides = [b for b in near if abs(math.hypot(b.x - d.x, b.y - d.y) - quad) < tol]
+                if len(sides) >= 2:
+                    s1, s2 = sides[0], sides[1]
+                    if math.hypot(s1.x - s2.x, s1.y - s2.y) > quad * 1.2:
+                        found = [a, s1, d, s2]
+                        break
+            if found:
+                break
+        if not found:
+            break
+        for b in found:
+            free.remove(b)
+        pts = np.array([[b.x, b.y] for b in found])
+        c = pts.mean(axis=0)
+        # order NW, NE, SE, SW in table coordinates by angle around the centre
+        ang = np.arctan2(pts[:, 1] - c[1], pts[:, 0] - c[0])  # y down: NW ~ -135 deg
+        order = np.argsort((ang + 3 * np.pi / 4) % (2 * np.pi))
+        card = _fit_card([found[k] for k in order])
+        card.status = "off-grid"
+        out.append(card)
+    return out

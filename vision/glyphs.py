@@ -1,0 +1,230 @@
+"""Blockers! tile faces: a library of glyph shapes and a matcher.
+
+Private helper of :mod:`vision.blockers` (issue 9). A tile's face is read from its
+ink alone (the dark print on the coloured tile), normalised for position and size
+(the ink's bounding box fills a fixed canvas, aspect kept), so neither where the face
+sits on the tile nor how large it is printed matters; only its shape does.
+
+The reference shapes are drawn here from what the faces are: the letters A-I and
+digits 1-9 in several stroke fonts (plain, bold, serif), the section symbols from
+their names (a generic outline per name), and the wild tile's word ``BLOCKERS!``.
+The symbol names are the edition's (``R-BLOCKERS-1``); a name this library cannot
+draw is reported so a kit with other symbols gets a clear error, not silent misreads.
+
+Matching is a normalised correlation of the observed ink canvas with every template
+(all templates in one matrix product), with the templates blurred like the camera
+blurs (several amounts); the best class and its
+margin over the second best give the face and its confidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+CANVAS = 32  # normalised glyph canvas, px
+FILL = 28  # the ink's bounding box's larger side, px
+
+LETTERS = tuple("ABCDEFGHI")
+DIGITS = tuple("123456789")
+WILD_TEXT = "BLOCKERS!"
+FONTS = (cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_DUPLEX, cv2.FONT_HERSHEY_TRIPLEX, cv2.FONT_HERSHEY_PLAIN)
+
+
+def symbol_outline(name: str, r: float = 1.0) -> list[np.ndarray]:
+    """Generic outline(s) of a section symbol called ``name`` (centred, radius r).
+
+    What the word means, drawn plainly: a five-pointed star, a disc with rays, a
+    heart, a rhombus, a three-leaf clover, a drop, a crescent, a triangle, a square,
+    a six-petal flower, an anchor, a lightning bolt."""
+    if name == "star":
+        a = -np.pi / 2 + np.arange(10) * np.pi / 5
+        rad = np.where(np.arange(10) % 2 == 0, r, r * 0.45)
+        return [np.stack([rad * np.cos(a), rad * np.sin(a)], 1)]
+    if name == "sun":
+        a = np.arange(24) * np.pi / 12
+        rad = np.where(np.arange(24) % 2 == 0, r, r * 0.72)
+        return [np.stack([rad * np.cos(a), rad * np.sin(a)], 1)]
+    if name == "heart":
+        t = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+        x = 16 * np.sin(t) ** 3
+        y = -(13 * np.cos(t) - 5 * np.cos(2 * t) - 2 * np.cos(3 * t) - np.cos(4 * t))
+        return [np.stack([x, y], 1) * (r / 17)]
+    if name == "diamond":
+        return [np.array([[0, -r], [0.75 * r, 0], [0, r], [-0.75 * r, 0]])]
+    if name == "square":
+        q = 0.8 * r
+        return [np.array([[-q, -q], [q, -q], [q, q], [-q, q]])]
+    if name == "triangle":
+        return [np.array([[0, -r], [r, 0.8 * r], [-r, 0.8 * r]])]
+    if name == "clover":
+        out = []
+        for k in range(3):
+            ang = -np.pi / 2 + k * 2 * np.pi / 3
+            c = np.array([math.cos(ang), math.sin(ang)]) * r * 0.45
+            a = np.linspace(0, 2 * np.pi, 32, endpoint=False)
+            out.append(c + np.stack([np.cos(a), np.sin(a)], 1) * r * 0.5)
+        return out
+    if name == "flower":
+        out = [np.stack([np.cos(a), np.sin(a)], 1) * r * 0.3 for a in [np.linspace(0, 2 * np.pi, 24, endpoint=False)]]
+        for k in range(6):
+            ang = k * np.pi / 3
+            c = np.array([math.cos(ang), math.sin(ang)]) * r * 0.6
+            a = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+            out.append(c + np.stack([np.cos(a), np.sin(a)], 1) * r * 0.38)
+        return out
+    if name == "drop":
+        t = np.linspace(0, 2 * np.pi, 48, endpoint=False)
+        x = r * 0.7 * np.sin(t) * np.sin(t / 2)
+        y = -r * np.cos(t)
+        return [np.stack([x, y], 1)]
+    if name == "crescent":
+        a = np.linspace(-np.pi * 0.8, np.pi * 0.8, 32)
+        outer = np.stack([-r * np.cos(a), r * np.sin(a)], 1)
+        b = np.linspace(np.pi * 0.6, -np.pi * 0.6, 32)
+        inner = np.stack([-r * 0.35 - r * 0.75 * np.cos(b), r * 0.95 * np.sin(b)], 1)
+        return [np.concatenate([outer, inner])]
+    if name == "anchor":
+        w = 0.12 * r
+        shaft = np.array([[-w, -0.7 * r], [w, -0.7 * r], [w, 0.8 * r], [-w, 0.8 * r]])
+        bar = np.array([[-0.5 * r, -0.45 * r], [0.5 * r, -0.45 * r], [0.5 * r, -0.3 * r], [-0.5 * r, -0.3 * r]])
+        a = np.linspace(0.15 * np.pi, 0.85 * np.pi, 20)
+        arc_o = np.stack([0.8 * r * np.cos(a), 0.1 * r + 0.8 * r * np.sin(a) - 0.1 * r], 1)
+        arc_i = np.stack([0.6 * r * np.cos(a[::-1]), 0.1 * r + 0.6 * r * np.sin(a[::-1]) - 0.1 * r], 1)
+        ring = np.stack([np.cos(np.linspace(0, 2 * np.pi, 16)), np.sin(np.linspace(0, 2 * np.pi, 16))], 1) * 0.2 * r
+        return [shaft, bar, np.concatenate([arc_o, arc_i]), ring + [0, -0.85 * r]]
+    if name == "lightning":
+        return [np.array([[0.2, -1.0], [-0.5, 0.1], [-0.05, 0.1], [-0.3, 1.0], [0.5, -0.2], [0.05, -0.2], [0.3, -1.0]]) * r]
+    raise KeyError(name)
+
+
+KNOWN_SYMBOLS = ("star", "sun", "heart", "diamond", "square", "triangle", "clover", "flower", "drop", "crescent",
+                 "anchor", "lightning")
+
+
+def normalise_ink(ink: np.ndarray, threshold: float = 0.35) -> np.ndarray | None:
+    """The ink image (0 = tile, 1 = full ink) cropped to its bounding box and scaled so
+    the box's larger side is :data:`FILL` px, centred on a :data:`CANVAS` canvas; None
+    when there is no ink."""
+    m = ink > threshold
+    if m.sum() < 3:
+        return None
+    ys, xs = np.nonzero(m)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    h, w = y1 - y0, x1 - x0
+    s = FILL / max(h, w)
+    nh, nw = max(1, int(round(h * s))), max(1, int(round(w * s)))
+    crop = ink[y0:y1, x0:x1].astype(np.float32)
+    small = cv2.resize(crop, (nw, nh), interpolation=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR)
+    out = np.zeros((CANVAS, CANVAS), np.float32)
+    oy, ox = (CANVAS - nh) // 2, (CANVAS - nw) // 2
+    out[oy:oy + nh, ox:ox + nw] = small
+    return out
+
+
+def _text_glyph(text: str, font: int, thick_frac: float, size: int = 96) -> np.ndarray:
+    (w, h), base = cv2.getTextSize(text, font, 1.0, 1)
+    scale = size * 0.6 / h
+    th = max(1, int(round(size * thick_frac)))
+    (w, h), base = cv2.getTextSize(text, font, scale, th)
+    img = np.zeros((size + 2 * th + h, w + 4 * th + size // 4), np.uint8)
+    cv2.putText(img, text, (2 * th, th + h + size // 8), font, scale, 255, th, cv2.LINE_AA)
+    return img.astype(np.float32) / 255.0
+
+
+def _symbol_glyph(name: str, size: int = 96) -> np.ndarray:
+    img = np.zeros((size, size), np.float32)
+    polys = [np.round((p * size * 0.42 + size / 2) * 16).astype(np.int32) for p in symbol_outline(name)]
+    cv2.fillPoly(img, polys, 1.0, cv2.LINE_AA, 4)
+    return img
+
+
+@dataclass
+class GlyphMatch:
+    face: str | None
+    score: float
+    margin: float
+    best: str
+    second: str = ""
+
+
+class GlyphBank:
+    """Templates of every face name and the matcher (see the module docstring)."""
+
+    def __init__(self, symbols: list[str], *, letters: tuple[str, ...] = LETTERS, digits: tuple[str, ...] = DIGITS,
+                 wild: str = "wild", blurs: tuple[float, ...] = (0.6, 1.2, 1.9, 2.8, 4.0)) -> None:
+        unknown = [s for s in symbols if s not in KNOWN_SYMBOLS]
+        if unknown:
+            raise ValueError(f"no glyph shape known for the symbol(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(KNOWN_SYMBOLS)}")
+        self.names: list[str] = list(letters) + list(digits) + list(symbols) + [wild]
+        sources: list[tuple[int, np.ndarray]] = []
+        for k, name in enumerate(self.names):
+            if name in symbols:
+                for ang in (0.0, -4.0, 4.0):
+                    g = _symbol_glyph(name)
+                    if ang:
+                        M = cv2.getRotationMatrix2D((g.shape[1] / 2, g.shape[0] / 2), ang, 1.0)
+                        g = cv2.warpAffine(g, M, (g.shape[1], g.shape[0]))
+                    sources.append((k, g))
+            else:
+                text = WILD_TEXT if name == wild else name
+                for font in FONTS:
+                    for thick in ((0.05, 0.1) if name != wild else (0.08,)):
+                        sources.append((k, _text_glyph(text, font, thick)))
+        templates, classes = [], []
+        for k, g in sources:
+            base = normalise_ink(g)
+            if base is None:
+                continue
+            for blur in blurs:
+                t = cv2.GaussianBlur(base, (0, 0), blur) if blur else base
+                templates.append(t.ravel())
+                classes.append(k)
+        T = np.array(templates, np.float32)
+        T -= T.mean(axis=1, keepdims=True)
+        T /= np.linalg.norm(T, axis=1, keepdims=True) + 1e-6
+        self.T = T
+        self.classes = np.array(classes)
+        # templates are grouped by class, in class order
+        assert np.all(np.diff(self.classes) >= 0) and len(set(classes)) == len(self.names)
+        self._starts = np.searchsorted(self.classes, np.arange(len(self.names)))
+        self.is_text = np.array([n in letters or n in digits for n in self.names])
+
+    def scores(self, canvases: np.ndarray) -> np.ndarray:
+        """(N, classes) best correlation of each canvas with each class's templates."""
+        X = canvases.reshape(len(canvases), -1).astype(np.float32)
+        X = X - X.mean(axis=1, keepdims=True)
+        X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
+        return np.maximum.reduceat(X @ self.T.T, self._starts, axis=1)
+
+    def decide(self, per: np.ndarray, allowed: np.ndarray | None = None, *, min_score: float = 0.6,
+               min_margin: float = 0.03) -> GlyphMatch:
+        """The face from one row of :meth:`scores`, among the ``allowed`` classes."""
+        p = per if allowed is None else np.where(allowed, per, -2.0)
+        order = np.argsort(-p)
+        a, b = order[0], order[1]
+        sc, mg = float(p[a]), float(p[a] - p[b])
+        face = self.names[a] if sc >= min_score and mg >= min_margin else None
+        return GlyphMatch(face, sc, mg, self.names[a], self.names[b])
+
+    def match(self, canvases: np.ndarray, *, min_score: float = 0.6, min_margin: float = 0.03) -> list[GlyphMatch]:
+        """Faces of (N, CANVAS, CANVAS) normalised ink canvases."""
+        if len(canvases) == 0:
+            return []
+        X = canvases.reshape(len(canvases), -1).astype(np.float32)
+        X = X - X.mean(axis=1, keepdims=True)
+        X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
+        S = X @ self.T.T  # (N, templates)
+        per = np.maximum.reduceat(S, self._starts, axis=1)  # best template of each class
+        order = np.argsort(-per, axis=1)
+        out = []
+        for i in range(len(X)):
+            a, b = order[i, 0], order[i, 1]
+            sc, mg = float(per[i, a]), float(per[i, a] - per[i, b])
+            face = self.names[a] if sc >= min_score and mg >= min_margin else None
+            out.append(GlyphMatch(face, sc, mg, self.names[a], self.names[b]))
+        return out

@@ -1,0 +1,223 @@
+"""Hands and arms over the board: which cells they cover.
+
+Learned from the survey, not from skin RGB constants: everything that may lie on the
+board has a surveyed (or kit) reference colour: the board's spaces (and so the Blox
+blocks, printed in the same colours), the pieces (figures, chips, tiles, card shapes).
+Shading, shadows and light fall-off change a colour's level but not its
+*chromaticity* (r, g, b over their sum, in balanced linear light), so a pixel is
+*explained* when its chromaticity lies near one of the references or near a mix of two
+board colours (pixels on a border between spaces). Dark pixels carry no reliable
+chromaticity and count as explained.
+
+Regions that are not board colour (opened to drop isolated pixels and thin mixed
+edges) are pieces or hands. A region is a hand when it is larger than any piece
+(``large_cells`` of a cell), or when it is at least ``min_area_cells`` of a cell and a
+quarter of it is no kit colour at all (skin can come close to a brown figure or a
+chip, but a whole hand is never all piece colours). Without ``space:`` references
+(games without a board colour map) every reference counts as board colour. The work is done on a low-resolution copy of the part of the frame around
+the board (about 0.5 px per mm), so it costs about a millisecond.
+
+API: ``HandDetector(view, colours, reference_keys=None)``; ``detect(frame, balance)
+-> Hands`` with ``mask`` (low-res bool image), ``any``, ``cell_cover`` ((n,n) covered
+fraction of each cell's board square, or None without a grid), ``covered(px)`` (are
+frame pixels under a hand) and ``cover_of_points(pts_mm)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from vision.board import BoardView
+from vision.colours import LINEAR_LUT, ColourModel, FrameBalance, chromaticity
+
+
+@dataclass
+class Hands:
+    mask: np.ndarray  # bool, low-res image of the region around the board
+    origin: tuple[int, int]  # frame pixel of the low-res image's corner
+    step: float  # frame pixels per low-res pixel
+    any: bool
+    cell_cover: np.ndarray | None
+    area_cells: float  # total hand area in cells
+
+    def covered(self, px: np.ndarray) -> np.ndarray:
+        """Whether frame pixels (N,2) are under a hand."""
+        px = np.asarray(px, np.float64).reshape(-1, 2)
+        u = np.floor((px[:, 0] - self.origin[0]) / self.step).astype(int)
+        v = np.floor((px[:, 1] - self.origin[1]) / self.step).astype(int)
+        H, W = self.mask.shape
+        ok = (u >= 0) & (v >= 0) & (u < W) & (v < H)
+        out = np.zeros(len(px), bool)
+        out[ok] = self.mask[v[ok], u[ok]]
+        return out
+
+
+@dataclass
+class _Geometry:
+    version: int
+    origin: tuple[int, int]
+    size: tuple[int, int]  # frame crop w, h
+    step: float
+    small: tuple[int, int]  # low-res w, h
+    inside: np.ndarray  # low-res pixels over the board area (+ margin)
+    basis: np.ndarray  # (N, 6) light-field basis at the low-res pixels' board points
+    cell_lat: np.ndarray | None  # (n*n, K) flat low-res indices of a lattice per cell (-1 outside)
+    cell_area_px: float
+    inside_idx: np.ndarray  # flat indices of the inside pixels
+
+
+def _seg_dist(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ab = b - a
+    t = np.clip(((p - a) @ ab) / max(float(ab @ ab), 1e-12), 0, 1)
+    return np.linalg.norm(p - (a + t[:, None] * ab), axis=1)
+
+
+class HandDetector:
+    """Find hands over the board (see the module docstring)."""
+
+    def __init__(self, view: BoardView, colours: ColourModel, reference_keys: list[str] | None = None, *,
+                 px_per_mm: float = 0.4, chroma_tol: float = 0.055, min_area_cells: float = 0.6,
+                 dark: float = 0.05, margin_mm: float = 10.0, height_mm: float = 80.0,
+                 large_cells: float = 1.2) -> None:
+        self.view = view
+        self.colours = colours
+        keys = reference_keys or list(colours.refs)
+        self.points = np.array([chromaticity(colours.ref_lin[k]) for k in keys], np.float32)
+        board = [k for k in keys if k.startswith("space:")]
+        self.segments = [(chromaticity(colours.ref_lin[a]), chromaticity(colours.ref_lin[b]))
+                         for i, a in enumerate(board) for b in board[i + 1:]]
+        # Distance from every chromaticity (r, g; b = 1 - r - g) to the explained set,
+        # tabulated once: to the board colours and their mixes, and to every reference.
+        q = 160
+        gr, gg = np.meshgrid(np.linspace(0, 1, q + 1), np.linspace(0, 1, q + 1), indexing="ij")
+        grid = np.column_stack([gr.ravel(), gg.ravel(), 1 - gr.ravel() - gg.ravel()])
+        d_board = np.full(len(grid), np.inf)
+        for a, b in self.segments:
+            d_board = np.minimum(d_board, _seg_dist(grid, a, b) ** 2)
+        board_pts = np.array([chromaticity(colours.ref_lin[k]) for k in board], np.float32)
+        if len(board_pts):
+            d_board = np.minimum(d_board, ((grid[:, None, :] - board_pts[None]) ** 2).sum(axis=2).min(axis=1))
+        d_all = np.minimum(d_board, ((grid[:, None, :] - self.points[None]) ** 2).sum(axis=2).min(axis=1))
+        self._lut = d_all.reshape(q + 1, q + 1).astype(np.float32)
+        # Without board colours (no ``space:`` references) every reference counts as "board".
+        self._lut_board = d_board.reshape(q + 1, q + 1).astype(np.float32) if board else self._lut
+        self.px_per_mm = px_per_mm
+        self.chroma_tol = chroma_tol
+        self.min_area_cells = min_area_cells
+        self.large_cells = large_cells
+        self.dark = dark
+        self.margin_mm = margin_mm
+        self.height_mm = height_mm
+        self._geo: _Geometry | None = None
+
+    def _geometry(self, frame: np.ndarray) -> _Geometry:
+        v = self.view
+        if self._geo is not None and self._geo.version == v.version:
+            return self._geo
+        H, W = frame.shape[:2]
+        w_mm, h_mm = v.kit.area_mm(v.game)
+        low = v.area_polygon(self.margin_mm)
+        # Pieces stand up to height_mm above the board: watch where they can appear too.
+        m = self.margin_mm
+        top = v.project(np.array([[-m, -m, -self.height_mm], [w_mm + m, -m, -self.height_mm],
+                                  [w_mm + m, h_mm + m, -self.height_mm], [-m, h_mm + m, -self.height_mm]]))
+        pts = np.concatenate([low, top])
+        x0, y0 = np.floor(pts.min(axis=0)).astype(int)
+        x1, y1 = np.ceil(pts.max(axis=0)).astype(int) + 1
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
+        span = float(np.linalg.norm(low[0] - low[len(low) // 4]))  # far edge in px
+        ppm_frame = span / (w_mm + 2 * m)
+        step = max(1.0, ppm_frame / self.px_per_mm)
+        sw, sh = max(8, int(round((x1 - x0) / step))), max(8, int(round((y1 - y0) / step)))
+        stepx, stepy = (x1 - x0) / sw, (y1 - y0) / sh
+        step = 0.5 * (stepx + stepy)
+        uu, vv = np.meshgrid((np.arange(sw) + 0.5) * stepx + x0 - 0.5, (np.arange(sh) + 0.5) * stepy + y0 - 0.5)
+        px = np.column_stack([uu.ravel(), vv.ravel()])
+        xy = v.to_plane(px, 0.0)
+        # Only the board itself: the table around it may be any colour (oak looks like skin).
+        inside = (xy[:, 0] > 1) & (xy[:, 1] > 1) & (xy[:, 0] < w_mm - 1) & (xy[:, 1] < h_mm - 1)
+        s = 100.0
+        x, y = xy[:, 0] / s, xy[:, 1] / s
+        basis = np.stack([np.ones_like(x), x, y, x * x, x * y, y * y], axis=1).astype(np.float32)
+        cell_lat = None
+        cell_area = 1.0
+        grid = v.kit.grid(v.game)
+        if grid is not None:
+            n, sz = grid
+            f = (np.arange(5) + 0.5) / 5
+            lat = np.array([(a, b) for b in f for a in f]) * sz
+            cells = []
+            for r in range(n):
+                for c in range(n):
+                    p = v.project(lat + [c * sz, r * sz])
+                    iu = np.floor((p[:, 0] - x0) / stepx).astype(int)
+                    iv = np.floor((p[:, 1] - y0) / stepy).astype(int)
+                    ok = (iu >= 0) & (iv >= 0) & (iu < sw) & (iv < sh)
+                    cells.append(np.where(ok, iv * sw + iu, -1))
+            cell_lat = np.array(cells)
+            poly = v.cell_polygon(n // 2, n // 2)
+            cell_area = float(cv2.contourArea(poly.astype(np.float32))) / (stepx * stepy)
+        else:
+            cell_area = (40.0 * self.px_per_mm) ** 2
+        self._geo = _Geometry(v.version, (x0, y0), (x1 - x0, y1 - y0), step, (sw, sh), inside.reshape(sh, sw),
+                              basis, cell_lat, cell_area, np.nonzero(inside)[0])
+        return self._geo
+
+    def unexplained(self, frame: np.ndarray, balance: FrameBalance) -> tuple[np.ndarray, _Geometry]:
+        """Low-res bool images: pixels no kit colour explains, and pixels that are not a
+        board colour (nor a mix of two), before cleaning."""
+        g = self._geometry(frame)
+        x0, y0 = g.origin
+        crop = frame[y0:y0 + g.size[1], x0:x0 + g.size[0]]
+        small = cv2.resize(crop, g.small, interpolation=cv2.INTER_AREA).reshape(-1, 3)
+        idx = g.inside_idx
+        lin = LINEAR_LUT[small[idx]][:, ::-1] / balance.gains.astype(np.float32)[None, :]
+        level = np.exp(g.basis[idx] @ balance.coef.astype(np.float32))
+        total = lin.sum(axis=1)
+        lum = total / (3.0 * level)
+        chrom = lin[:, :2] / np.maximum(total, 1e-6)[:, None]  # r, g of (r, g, b) / sum
+        q = self._lut.shape[0] - 1
+        iu = np.clip((chrom[:, 0] * q + 0.5).astype(np.int32), 0, q)
+        iv = np.clip((chrom[:, 1] * q + 0.5).astype(np.int32), 0, q)
+        lit = lum > self.dark
+        tol2 = self.chroma_tol ** 2
+        bad = np.zeros(g.small[0] * g.small[1], bool)
+        bad[idx] = (self._lut[iu, iv] > tol2) & lit
+        notboard = np.zeros(g.small[0] * g.small[1], bool)
+        notboard[idx] = (self._lut_board[iu, iv] > tol2) & lit
+        shape = (g.small[1], g.small[0])
+        return bad.reshape(shape), notboard.reshape(shape), g
+
+    def detect(self, frame: np.ndarray, balance: FrameBalance) -> Hands:
+        bad, notboard, g = self.unexplained(frame, balance)
+        # Regions that are not board colour: pieces (small) or hands (large). A region
+        # is a hand when it is larger than any piece, or large enough and partly of no
+        # kit colour at all (skin can be close to a brown figure or a chip, never all of it).
+        m = cv2.morphologyEx(notboard.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
+        keep = np.zeros(count, bool)
+        min_px = self.min_area_cells * g.cell_area_px
+        if count > 1:
+            # Thin rings of mixed colour round a piece are not foreign: open them away.
+            core = cv2.morphologyEx(bad.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+            foreign = np.bincount(labels.ravel(), weights=core.ravel().astype(float), minlength=count)
+            area = stats[:, cv2.CC_STAT_AREA].astype(float)
+            keep = (area >= self.large_cells * g.cell_area_px) | ((area >= min_px) & (foreign >= 0.25 * area))
+            keep[0] = False
+        mask = keep[labels]
+        area = float(mask.sum()) / max(g.cell_area_px, 1e-9)
+        if mask.any():
+            # A hand's soft edge and the fingers' thin gaps: grow the mask a little.
+            mask = cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
+        cover = None
+        if g.cell_lat is not None:
+            n = int(round(np.sqrt(len(g.cell_lat))))
+            flat = mask.ravel()
+            lat = g.cell_lat
+            hit = np.where(lat >= 0, flat[np.clip(lat, 0, None)], False)
+            cover = hit.mean(axis=1).reshape(n, n)
+        return Hands(mask, g.origin, g.step, bool(mask.any()), cover, area)

@@ -1,0 +1,188 @@
+"""Blockers! spaces: empty or a tile, the tile's colour and its printed face.
+
+Private helper of :mod:`vision.blockers` (issue 9). Geometry from the kit (9 x 9
+spaces of ``space_mm`` under a clear grid, tiles ``tile_thickness_mm`` thick) and the
+board pose; colours from the survey's tile references; faces from
+:mod:`vision.glyphs`.
+
+A frame is warped top-down *at the height of the tiles' tops* (2 px/mm), so a tile's
+print is sharp and square whatever the camera's tilt. Each space is looked at through
+a window a little smaller than a tile (the clear grid's walls, the tile's edges and a
+slightly askew tile stay outside it):
+
+* colour: a tile is saturated, the board's paper is not (glare on the clear plastic
+  only whitens it further). The colour is the chromaticity of the window's saturated,
+  un-inked pixels, white-balanced per frame against the markers' paper, nearest to the
+  tile references (shading and one-sided light change the level, not the
+  chromaticity);
+* face: the ink is what is much darker than the tile's own colour; it is normalised
+  for position and size and matched against the glyph library. A face that matches no
+  glyph clearly (blur, glare over the print, a finger) is ``None``; the colour is still
+  given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from calibration.colour import srgb_to_linear
+from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
+from vision.glyphs import GlyphBank, normalise_ink
+
+PPM = 2.0
+WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew) always covers
+
+_LUMA_BGR = np.array([0.0722, 0.7152, 0.2126], np.float32)
+
+
+@dataclass
+class SpaceReading:
+    tile: bool
+    colour: str | None
+    colour_conf: float
+    face: str | None
+    face_score: float
+    face_margin: float
+    saturation: float
+    colour_dist: float = 0.0
+    ink: float = 0.0  # fraction of the window printed (dark on the tile)
+    board_dist: float = 0.0  # chromaticity distance to the surveyed board paper
+    whitish: bool = False  # between the board's paper and white: paper under glare
+
+
+class TileReader:
+    """Reads the 81 spaces of a Blockers! board (see the module docstring)."""
+
+    def __init__(self, view: Any, survey: dict | None, symbols: list[str]) -> None:
+        self.view = view
+        kit = view.kit
+        self.kit = kit
+        b = kit.blockers
+        self.n = b.spaces
+        self.space = b.space_mm
+        self.z = -b.tile_thickness_mm
+        self.colour_names = list(b.colors)
+        self.refs = ColourRefs.from_survey(survey, self.colour_names, b.colors)
+        gains0 = (survey or {}).get("white_balance", {}).get("gains")
+        self.white = WhiteReference(paper_points(kit, "blockers"), initial=gains0)
+        self.glyphs = GlyphBank(symbols)
+        bl = board_reference_lin(survey, kit)
+        self.board_chroma = bl / bl.sum()
+        self.cell_px = int(round(self.space * PPM))
+        w = int(round(min(WINDOW_MM, b.tile_mm - 2) * PPM))
+        self.lo = (self.cell_px - w) // 2
+        self.hi = self.lo + w
+        self.warp: np.ndarray | None = None
+        self.stable = StableWarp(view, PPM, self.z)
+        # the printed letters' height, learned from confidently read letters and digits
+        self._heights: list[float] = []
+        self.letter_mm: float | None = None
+
+    def read(self, frame_bgr: np.ndarray) -> list[list[SpaceReading]]:
+        view = self.view
+        warp = self.stable.warp(frame_bgr)
+        gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
+        self.warp = warp
+        n, c = self.n, self.cell_px
+        linb = cv2.LUT(warp[: n * c, : n * c], _LUT3) * gains[::-1]  # balanced linear BGR
+        w = self.hi - self.lo
+        full = linb.reshape(n, c, n, c, 3)[:, self.lo:self.hi, :, self.lo:self.hi].transpose(0, 2, 1, 3, 4)
+        lum_full = np.ascontiguousarray(full) @ _LUMA_BGR  # (n, n, w, w): the print, full resolution
+        lum_full = lum_full.reshape(n * n, w, w)
+        # colour statistics need less: half resolution
+        half = cv2.resize(linb, (n * c // 2, n * c // 2), interpolation=cv2.INTER_AREA)
+        h2, lo2, hi2 = c // 2, self.lo // 2, self.hi // 2
+        win = half.reshape(n, h2, n, h2, 3)[:, lo2:hi2, :, lo2:hi2].transpose(0, 2, 1, 3, 4)
+        win = np.ascontiguousarray(win).reshape(n * n, -1, 3)  # (81, P, 3)
+        mx = win.max(axis=2)
+        mn = win.min(axis=2)
+        sat = (mx - mn) / np.maximum(mx, 1e-6)
+        lum = win @ _LUMA_BGR
+        P = lum.shape[1]
+        # The tile's own colour: saturated pixels that are not ink (a tile's brighter
+        # part), per space.
+        p70 = np.partition(sat, int(0.7 * P), axis=1)[:, int(0.7 * P)]
+        lum_hi = np.partition(lum, int(0.8 * P), axis=1)[:, int(0.8 * P)]
+        # Empty or a tile: the window's un-inked colour is nearer the surveyed board
+        # paper or nearer a tile colour (chromaticity: shading does not matter).
+        lit = (lum > 0.5 * lum_hi[:, None])[..., None]
+        mean_col = (win * lit).sum(axis=1) / np.maximum(lit.sum(axis=1), 1)
+        ch = mean_col[:, ::-1] / np.maximum(mean_col.sum(axis=1, keepdims=True), 1e-6)
+        d_board = np.linalg.norm(ch - self.board_chroma, axis=1)
+        d_tile = np.min(np.linalg.norm(ch[:, None, :] - self.refs.chroma[None], axis=2), axis=1)
+        # glare on the clear plastic adds white light: the paper's colour moves toward neutral
+        seg = np.full(3, 1 / 3) - self.board_chroma
+        tpar = np.clip(((ch - self.board_chroma) @ seg) / float(seg @ seg), 0, 1)
+        whitish = np.linalg.norm(ch - (self.board_chroma + tpar[:, None] * seg), axis=1) < 0.06
+        # per space, vectorised: the tile's colour and brightness from its saturated,
+        # un-inked pixels; then the ink, far darker than the tile's own brightness
+        good = (sat > 0.6 * p70[:, None]) & (lum > 0.5 * lum_hi[:, None])
+        cnt = good.sum(axis=1)
+        col = (win * good[..., None]).sum(axis=1) / np.maximum(cnt, 1)[:, None]
+        col = np.where(cnt[:, None] > 0, col, win.mean(axis=1))[:, ::-1]  # RGB
+        chroma = col / np.maximum(col.sum(axis=1, keepdims=True), 1e-6)
+        dist_all = np.linalg.norm(chroma[:, None, :] - self.refs.chroma[None], axis=2)
+        order = np.argsort(dist_all, axis=1)
+        rows = np.arange(n * n)
+        d0, d1 = dist_all[rows, order[:, 0]], dist_all[rows, order[:, 1]]
+        tl = np.where(cnt > 5, (lum * good).sum(axis=1) / np.maximum(cnt, 1), lum_hi)
+        is_tile = (d_tile < d_board) & (p70 > 0.2)
+        ink_all = np.clip((1.0 - lum_full[is_tile] / np.maximum(tl[is_tile], 1e-6)[:, None, None]) * 1.15, 0, 1)
+        out: list[list[SpaceReading]] = [[None] * n for _ in range(n)]  # type: ignore[list-item]
+        canvases, where = [], []
+        t = 0
+        for k in range(n * n):
+            r, cc = divmod(k, n)
+            if not is_tile[k]:
+                conf = float(np.clip((d_tile[k] - d_board[k]) / 0.08, 0, 1))
+                out[r][cc] = SpaceReading(False, None, conf, None, 0, 0, float(p70[k]), float(d_tile[k]), 0.0,
+                                          float(d_board[k]), bool(whitish[k]))
+                continue
+            ink = ink_all[t]
+            t += 1
+            dist, margin = float(d0[k]), float(d1[k] - d0[k])
+            conf = float(np.clip(margin / 0.08, 0, 1) * np.clip(1.5 - dist / 0.15, 0, 1))
+            inked = ink > 0.45
+            out[r][cc] = SpaceReading(True, self.colour_names[int(order[k, 0])], conf, None, 0.0, 0.0, float(p70[k]),
+                                      dist, float(inked.mean()), float(d_board[k]))
+            canvas = normalise_ink(ink, 0.45)
+            if canvas is not None:
+                ys = np.nonzero(inked.any(axis=1))[0]
+                canvases.append(canvas)
+                where.append((r, cc, (ys[-1] - ys[0] + 1) / PPM))
+        if canvases:
+            per = self.glyphs.scores(np.array(canvases))
+            text = self.glyphs.is_text
+            for (r, cc, height), row in zip(where, per):
+                m = self.glyphs.decide(row)
+                # Letters and digits are printed at one height: a "letter" much taller
+                # or shorter than the letters read so far is a symbol that looks like
+                # one (a crescent like a C); read it among the other faces.
+                if m.face is not None and text[self.glyphs.names.index(m.face)] and self.letter_mm:
+                    if abs(height - self.letter_mm) > 0.12 * self.letter_mm:
+                        m = self.glyphs.decide(row, ~text)
+                    elif m.margin > 0.08:
+                        self._heights.append(height)
+                s = out[r][cc]
+                s.face, s.face_score, s.face_margin = m.face, m.score, m.margin
+                if m.face is not None and text[self.glyphs.names.index(m.face)] and not self.letter_mm \
+                        and m.margin > 0.08:
+                    self._heights.append(height)
+            self._heights = self._heights[-60:]
+            if len(self._heights) >= 1:
+                self.letter_mm = float(np.median(self._heights))
+        return out
+
+
+def board_reference_lin(survey: dict | None, kit: Any) -> np.ndarray:
+    """The board paper's reference colour (normalised linear RGB)."""
+    from vision.cards import lab_to_linear
+
+    lab = ((survey or {}).get("board") or {}).get("lab")
+    if lab is not None:
+        return np.clip(lab_to_linear(lab), 1e-4, None)
+    return srgb_to_linear(np.array(kit.blockers.board, float))
