@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from service.table import TableError, TableService
-from service.text import describe_event
+from service.text import describe_action, describe_event
 
 PIN_HEADER = "X-Table-Pin"
 #: the status page of each game that has its own (the others use index.html)
@@ -44,7 +44,11 @@ class Correction(BaseModel):
 
 
 def with_text(event: dict[str, Any]) -> dict[str, Any]:
-    return {**event, "text": describe_event(event)}
+    """The event with its plain-words ``text`` (and its candidates' words) for the page."""
+    out = {**event, "text": describe_event(event)}
+    if event.get("candidates"):
+        out["candidate_texts"] = [describe_action(c) for c in event["candidates"]]
+    return out
 
 
 def create_app(service: TableService, runner: Any = None) -> FastAPI:

@@ -70,3 +70,41 @@ def test_page_controls_need_the_pin(browser, tmp_path):
         page.wait_for_function("document.getElementById('answer').textContent.includes('R-BLOX-11')")
     finally:
         server.stop()
+
+
+def test_confirming_a_candidate_and_starting_a_new_game_from_the_page(browser, tmp_path):
+    import random
+
+    from engine.blox import BloxGame, Figure
+
+    game = BloxGame(["green", "brown"])
+    full = game.new_initial_state(random.Random(4))
+    start = full.observation_state()
+    place = next(a for a in full.legal_actions() if a.type == "place")
+    full.apply_action(place)
+    spare = next(p for p in full.positions() if full.cell(p) is None and p[0] not in (0, 8) and p[1] not in (0, 8))
+    full.board = full._with({spare: Figure("green")})  # green seems to have put down two figures
+    lines = [
+        {"meta": {"game": "blox", "players": ["green", "brown"]}},
+        {"game": "blox", "frame": 0, "t": 0.0, "stable": True, "state": start},
+        {"game": "blox", "frame": 1, "t": 1.0, "stable": True, "state": {"cells": full.observation_state()["cells"]}},
+    ]
+    recording = tmp_path / "two-figures.jsonl"
+    recording.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    server = Server(recording, tmp_path / "table.sqlite", speed=0)
+    try:
+        server.wait_finished()
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        page.wait_for_selector("#banner.show .candidate")
+        assert "Not recognised" in page.text_content("#banner")
+        page.fill("#pin", PIN)
+        page.locator("#banner .candidate").first.click()
+        page.wait_for_function("document.getElementById('answer').textContent === 'done'")
+        page.wait_for_function("document.getElementById('phase').textContent.includes('brown to play')")
+        page.fill("#players", "yellow, blue, green")
+        page.click("#start")
+        page.wait_for_function("document.querySelectorAll('#scores tbody tr').length === 3")
+        assert server.get("/api/state")["players"] == ["yellow", "blue", "green"]
+    finally:
+        server.stop()
