@@ -92,8 +92,10 @@ class CameraRunner(threading.Thread):
     #: the page's camera view is refreshed at most this often (JPEG encoding costs time)
     OVERLAY_INTERVAL_S = 0.5
 
-    def __init__(self, service: TableService, frames: Any, recognizer: Any, inputs: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, service: TableService, frames: Any, recognizer: Any, inputs: list[dict[str, Any]] | None = None,
+                 speed: float = 1.0) -> None:
         super().__init__(name="bloxcam-camera", daemon=True)
+        self.speed = speed
         self.service = service
         self.frames = frames
         self.recognizer = recognizer
@@ -122,6 +124,9 @@ class CameraRunner(threading.Thread):
             if self._stop_event.is_set():
                 return
             self.last_progress = time.monotonic()
+            if status.first_t is None and not isinstance(item, dict):
+                # Frames arrive when they are due: the first one anchors source time to the wall clock.
+                status.first_t, status.start_wall, status.speed = item.t, time.time(), self.speed
             if isinstance(item, dict):  # a fault from the camera: reported, the game untouched
                 self.service.fault(f"camera {item.get('fault', 'fault')}: {item.get('detail', '')}".strip())
                 continue

@@ -136,7 +136,7 @@ def make_runner(config, service, recording):
         inputs = [line for line in recording.lines if "game" not in line]
         # A replayed fixture's frames keep their recorded times: the declarations are timed on them.
         camera = ResilientCamera(make_source, give_up_s=0, live_clock=False)
-        return CameraRunner(service, camera, recognizer, inputs)
+        return CameraRunner(service, camera, recognizer, inputs, speed)
     camera_config = CameraConfig(kind=source.kind, device=source.path or 0)
     return CameraRunner(service, ResilientCamera(lambda: open_source(camera_config), live_clock=True), recognizer)
 
