@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-GAMES = ("blox", "bloxo", "blockers", "blockout")
+GAMES = ("blox", "bloxo", "blockers", "blockout", "bloxx")
 MARKER_CORNERS = ("far_left", "far_right", "near_right", "near_left")
 RGB = tuple[int, int, int]
 
@@ -122,6 +122,43 @@ class BlockoutKit:
 
 
 @dataclass(frozen=True)
+class BloxxDieSpec:
+    """A Bloxx! shape die: a cube printed on every face with its polyomino.
+
+    The polyomino is centred on the face, ``cell_mm`` a cell, each cell an ink square
+    ``cell_gap_mm`` smaller than its cell; the circle square has a round hole of
+    ``circle_mm`` across (body colour) in its ink square."""
+
+    size_mm: float
+    cell_mm: float
+    cell_gap_mm: float
+    circle_mm: float
+    max_tilt_deg: float
+    colors: dict[str, tuple[RGB, RGB]]  # die name -> (body, ink)
+
+
+@dataclass(frozen=True)
+class BloxxSheetSpec:
+    """The printed Bloxx! sheet: the grid's squares, where the grid sits on the paper."""
+
+    paper_mm: tuple[float, float]
+    square_mm: float
+    grid_origin_mm: tuple[float, float]  # top-left grid corner, from the paper's top-left
+    line_mm: float
+    border_mm: float
+    ink: RGB
+    number_mm: float
+    row_colors: dict[str, RGB]
+
+
+@dataclass(frozen=True)
+class BloxxKit:
+    rolling_area_mm: tuple[float, float]
+    die: BloxxDieSpec
+    sheet: BloxxSheetSpec
+
+
+@dataclass(frozen=True)
 class Conditions:
     color_temperature_k: tuple[float, float]
     max_print_drift: float
@@ -143,6 +180,13 @@ class Kit:
     conditions: Conditions
     source: str
     raw: dict[str, Any]
+    # Optional so kit files written before Bloxx! was supported still load.
+    bloxx: BloxxKit | None = None
+
+    def require_bloxx(self) -> BloxxKit:
+        if self.bloxx is None:
+            raise KitError(f"{self.source}: the kit has no 'bloxx' section (rolling area, dice, sheet)")
+        return self.bloxx
 
     def area_mm(self, game: str) -> tuple[float, float]:
         """Width and depth of the area the four markers frame for ``game``.
@@ -159,6 +203,8 @@ class Kit:
             return self.bloxo.play_area_mm
         if game == "blockout":
             return self.blockout.play_area_mm
+        if game == "bloxx":
+            return self.require_bloxx().rolling_area_mm
         raise KitError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
 
     def grid(self, game: str) -> tuple[int, float] | None:
@@ -385,11 +431,44 @@ def _parse(data: Any, where: str) -> Kit:
     cd = root.sub("conditions")
     conditions = Conditions(cd.pair("color_temperature_k", ordered=True), cd.number("max_print_drift", maximum=1.0))
 
+    bloxx = _parse_bloxx(root.sub("bloxx")) if "bloxx" in data else None
+
     return Kit(
         name=str(data.get("name", "kit")), version=version, markers=markers, charuco=charuco, camera=camera,
         blox=blox, bloxo=bloxo, blockers=blockers, blockout=blockout, conditions=conditions,
-        source=where, raw=data,
+        source=where, raw=data, bloxx=bloxx,
     )
+
+
+def _parse_bloxx(x: _Reader) -> BloxxKit:
+    d = x.sub("die")
+    dc = d.sub("colors")
+    colors: dict[str, tuple[RGB, RGB]] = {}
+    for name in dc.data:
+        entry = dc.sub(name)
+        colors[name] = (entry.rgb("body"), entry.rgb("ink"))
+    if not colors:
+        raise d.fail("colors", "must name at least one die")
+    die = BloxxDieSpec(d.number("size_mm"), d.number("cell_mm"), d.number("cell_gap_mm", positive=False),
+                       d.number("circle_mm"), d.number("max_tilt_deg", positive=False, maximum=15.0), colors)
+    if die.cell_gap_mm >= die.cell_mm:
+        raise d.fail("cell_gap_mm", f"must be smaller than cell_mm ({die.cell_mm:g})", die.cell_gap_mm)
+    if die.circle_mm >= die.cell_mm - die.cell_gap_mm:
+        raise d.fail("circle_mm", "must fit inside a cell's ink square", die.circle_mm)
+    if 3 * die.cell_mm > die.size_mm:
+        raise d.fail("cell_mm", f"three cells must fit on a {die.size_mm:g} mm face", die.cell_mm)
+    sh = x.sub("sheet")
+    sheet = BloxxSheetSpec(
+        sh.pair("paper_mm"), sh.number("square_mm"), sh.pair("grid_origin_mm", allow_zero=True), sh.number("line_mm"),
+        sh.number("border_mm"), sh.rgb("ink"), sh.number("number_mm"), sh.rgb_map("row_colors"),
+    )
+    # R-BLOXX-1: the grid is 7 x 10 squares; it must fit on the paper.
+    gx, gy = sheet.grid_origin_mm
+    if gx + 7 * sheet.square_mm > sheet.paper_mm[0] or gy + 10 * sheet.square_mm > sheet.paper_mm[1]:
+        raise sh.fail("square_mm", "puts the 7 x 10 grid off the paper", sheet.square_mm)
+    if sheet.number_mm >= sheet.square_mm:
+        raise sh.fail("number_mm", "must be smaller than square_mm", sheet.number_mm)
+    return BloxxKit(x.pair("rolling_area_mm"), die, sheet)
 
 
 def load_kit(path: str | Path | None = None) -> Kit:

@@ -94,6 +94,32 @@ def charuco_page(kit: Kit) -> np.ndarray:
     return page
 
 
+def bloxx_sheet_page(kit: Kit, edition: object | None = None) -> np.ndarray:
+    """An A4 page of blank Bloxx! sheets matching the edition (as many as fit, with cut
+    marks), drawn by the same code the renderer and :class:`vision.bloxx.SheetReader` use."""
+    from calibration.render.bloxx import draw_blank_sheet
+    from engine.bloxx.edition import load_edition
+
+    ed = edition or load_edition()
+    spec = kit.require_bloxx().sheet
+    page = np.full((_px(A4[1]), _px(A4[0]), 3), 255, np.uint8)
+    sheet = cv2.cvtColor(draw_blank_sheet(kit, ed, DPI / 25.4), cv2.COLOR_RGB2BGR)
+    pw, ph = spec.paper_mm
+    cols = max(1, int((A4[0] - 10) // pw))
+    rows = max(1, int((A4[1] - 25) // ph))
+    x0 = (A4[0] - cols * pw) / 2
+    y0 = 12.0
+    _text(page, f"bloxcam: blank Bloxx! sheets ({ed.name} edition), {pw:g} x {ph:g} mm; cut along the grey lines",
+          x0, 8, 3.0)
+    for i in range(rows):
+        for j in range(cols):
+            x, y = _px(x0 + j * pw), _px(y0 + i * ph)
+            h, w = sheet.shape[:2]
+            page[y:y + h, x:x + w] = np.minimum(page[y:y + h, x:x + w], sheet)
+            cv2.rectangle(page, (x, y), (x + w - 1, y + h - 1), (170, 170, 170), 1)
+    return page
+
+
 def png_bytes(img: np.ndarray, dpi: int = DPI) -> bytes:
     """PNG with a pHYs chunk so viewers and printers know the true size."""
     ok, buf = cv2.imencode(".png", img)
@@ -108,7 +134,7 @@ def png_bytes(img: np.ndarray, dpi: int = DPI) -> bytes:
 
 
 def pdf_bytes(pages: list[np.ndarray], dpi: int = DPI) -> bytes:
-    """A PDF with one grey raster page each, placed at its physical size."""
+    """A PDF with one raster page each (grey, or BGR colour), placed at its physical size."""
     objects: list[bytes] = []
 
     def add(obj: bytes) -> int:
@@ -119,11 +145,15 @@ def pdf_bytes(pages: list[np.ndarray], dpi: int = DPI) -> bytes:
     pages_id = add(b"")
     kids = []
     for img in pages:
-        h, w = img.shape
+        h, w = img.shape[:2]
         wpt, hpt = w * 72.0 / dpi, h * 72.0 / dpi
-        raw = zlib.compress(np.ascontiguousarray(img).tobytes(), 9)
-        im = add(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
-                 b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % (w, h, len(raw)) + raw
+        # Grey pages as DeviceGray; colour pages (BGR, as OpenCV holds them) as DeviceRGB.
+        colour = img.ndim == 3
+        data = img[..., ::-1] if colour else img
+        raw = zlib.compress(np.ascontiguousarray(data).tobytes(), 9)
+        space = b"/DeviceRGB" if colour else b"/DeviceGray"
+        im = add(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace %s "
+                 b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % (w, h, space, len(raw)) + raw
                  + b"\nendstream")
         content = b"q %.4f 0 0 %.4f 0 0 cm /Im0 Do Q" % (wpt, hpt)
         cs = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
@@ -146,7 +176,10 @@ def pdf_bytes(pages: list[np.ndarray], dpi: int = DPI) -> bytes:
 
 
 def write_kit(kit: Kit, out_dir: str | Path, game: str = "blox") -> list[Path]:
-    """Write ``bloxcam-kit.pdf``, ``markers.png`` and ``charuco.png`` into ``out_dir``."""
+    """Write ``bloxcam-kit.pdf``, ``markers.png`` and ``charuco.png`` into ``out_dir``;
+    with a kit that has a ``bloxx`` section also ``bloxx-sheets.pdf`` and
+    ``bloxx-sheets.png`` (blank Bloxx! sheets, a page of its own so the board kit
+    stays two pages)."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     pages = [marker_page(kit, game), charuco_page(kit)]
@@ -154,4 +187,9 @@ def write_kit(kit: Kit, out_dir: str | Path, game: str = "blox") -> list[Path]:
     paths[0].write_bytes(pdf_bytes(pages))
     paths[1].write_bytes(png_bytes(pages[0]))
     paths[2].write_bytes(png_bytes(pages[1]))
+    if kit.bloxx is not None:
+        sheets = bloxx_sheet_page(kit)
+        paths += [d / "bloxx-sheets.pdf", d / "bloxx-sheets.png"]
+        paths[3].write_bytes(pdf_bytes([sheets]))
+        paths[4].write_bytes(png_bytes(sheets))
     return paths
