@@ -149,8 +149,9 @@ def survey(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intrin
     nom = np.tile(srgb_to_linear(np.array([240, 240, 236], float)), (len(m), 1))
     gains = _fit_gains(m, nom)
     out["white_balance"] = {"gains": [float(g) for g in gains], "against": "marker paper"}
+    # Bloxx! dice are read from their print, not their colour: only the white balance matters.
     table = {"bloxo": {k: v for k, v in kit.bloxo.colors.items()}, "blockers": kit.blockers.colors,
-             "blockout": kit.blockout.colors}[game]
+             "blockout": kit.blockout.colors, "bloxx": {}}[game]
     out["pieces"] = {k: {"lab": _nominal_lab(v), "source": "kit nominal"} for k, v in table.items()}
     if game == "blockers":
         n, s = kit.grid(game)  # type: ignore[misc]

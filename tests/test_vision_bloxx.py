@@ -222,3 +222,26 @@ def test_score_counts_wrong_and_missed_dice():
     truth = {"state": {"dice": {"white": "w1", "black": "b2"}}, "occluded": ["black"]}
     assert score(truth, {"state": {"dice": {"white": "w1", "black": None}}}) == {"dice": (0, 1), "dice_wrong": (0, 2)}
     assert score(truth, {"state": {"dice": {"white": None, "black": "b3"}}}) == {"dice": (1, 1), "dice_wrong": (1, 2)}
+
+
+def test_calibrate_board_surveys_the_rolling_area(tmp_path):
+    """`bloxcam calibrate board --game bloxx` on a frame of the empty rolling area, as a user does."""
+    import subprocess
+    import sys
+
+    from calibration.store import load_calibration
+
+    seed = 91_003
+    setup = rb.bloxx_setup(KIT, seed, model="cm3", size=(2304, 1296))
+    empty = rb.render_roll(setup, ED, [], sc.sample_conditions(seed, "neutral", area=AREA, kit=KIT), seed)
+    frame = tmp_path / "empty.jpg"
+    assert cv2.imwrite(str(frame), empty.image, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    out = tmp_path / "table.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "calibrate", "board", str(frame), "--game", "bloxx", "-c", str(out)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    calibration = load_calibration(out)
+    assert calibration.game == "bloxx" and calibration.pose is not None
+    assert calibration.survey["white_balance"]["against"] == "marker paper"

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lens.add_argument("frames", nargs="+", help="image files of the lens sheet, tilted in various ways")
     board = sub.add_parser("board", help="board pose and colour survey from a frame of the empty board")
     board.add_argument("frame", help="image file of the empty board with its markers")
-    board.add_argument("--game", default="blox", choices=["blox", "bloxo", "blockers", "blockout"])
+    board.add_argument("--game", default="blox", choices=["blox", "bloxo", "blockers", "blockout", "bloxx"])
     board.add_argument("--markerless", action="store_true", help="find the board by its outline (no markers)")
     for q in (lens, board):
         q.add_argument("--calibration", "-c", default=DEFAULT_FILE,
