@@ -11,7 +11,27 @@ from service.recording import Recording
 from service.table import TableService
 
 
-class ReplayRunner(threading.Thread):
+class SourceRunner(threading.Thread):
+    """A thread that feeds a table service from a source; the watchdog asks ``healthy()``."""
+
+    def __init__(self, name: str, service: TableService) -> None:
+        super().__init__(name=name, daemon=True)
+        self.service = service
+        self.resume_after = service.resume_after
+        self._stop_event = threading.Event()
+        self.last_progress = time.monotonic()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def healthy(self) -> bool:
+        """False when the runner is stuck: its loop has not turned for 30 seconds."""
+        if not self.is_alive():
+            return self.service.source.finished or self._stop_event.is_set()
+        return time.monotonic() - self.last_progress < 30
+
+
+class ReplayRunner(SourceRunner):
     """Feeds a recording's lines to the service at their recorded times (``speed`` x).
 
     Lines up to ``service.resume_after`` are skipped: after a restart the log already
@@ -20,18 +40,11 @@ class ReplayRunner(threading.Thread):
     """
 
     def __init__(self, service: TableService, recording: Recording, speed: float = 1.0) -> None:
-        super().__init__(name="bloxcam-replay", daemon=True)
-        self.service = service
+        super().__init__("bloxcam-replay", service)
         self.recording = recording
         self.speed = speed
-        self.resume_after = service.resume_after
-        self._stop_event = threading.Event()
         self.status = service.source
         self.status.speed = speed
-        self.last_progress = time.monotonic()
-
-    def stop(self) -> None:
-        self._stop_event.set()
 
     def due_wall_time(self, t: float) -> float | None:
         """When a line of source time ``t`` was due, on the wall clock."""
@@ -72,14 +85,9 @@ class ReplayRunner(threading.Thread):
             traceback.print_exc()
             self.service.fault(f"input at t={line.get('t')} could not be refereed: {exc}")
 
-    def healthy(self) -> bool:
-        """False when the runner is stuck: its loop has not turned for 30 seconds."""
-        if not self.is_alive():
-            return self.service.source.finished or self._stop_event.is_set()
-        return time.monotonic() - self.last_progress < 30
 
 
-class CameraRunner(threading.Thread):
+class CameraRunner(SourceRunner):
     """The live pipeline: frames -> recognition -> stability gate -> referee.
 
     ``frames`` iterates :class:`device.camera.Frame` objects and ``fault`` event dicts
@@ -94,28 +102,16 @@ class CameraRunner(threading.Thread):
 
     def __init__(self, service: TableService, frames: Any, recognizer: Any, inputs: list[dict[str, Any]] | None = None,
                  speed: float = 1.0) -> None:
-        super().__init__(name="bloxcam-camera", daemon=True)
+        super().__init__("bloxcam-camera", service)
         self.speed = speed
-        self.service = service
         self.frames = frames
         self.recognizer = recognizer
         self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
-        self.resume_after = service.resume_after
         self.latest_jpeg: bytes | None = None
         #: counts new camera views, so the page reloads the image only when there is a new one
         self.frame_version = 0
         self._last_overlay = 0.0
-        self._stop_event = threading.Event()
-        self.last_progress = time.monotonic()
         self.recognition_ms: list[float] = []
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def healthy(self) -> bool:
-        if not self.is_alive():
-            return self.service.source.finished or self._stop_event.is_set()
-        return time.monotonic() - self.last_progress < 30
 
     def run(self) -> None:
         status = self.service.source
@@ -170,7 +166,7 @@ class CameraRunner(threading.Thread):
             self.frame_version += 1
 
 
-class AccelRunner(threading.Thread):
+class AccelRunner(SourceRunner):
     """Block Out!'s stack sensor: accelerometer samples -> stability detector -> referee.
 
     ``samples`` yields ``(t, ax, ay, az)`` tuples (a recorded ``accel.csv``, or a live
@@ -185,23 +181,11 @@ class AccelRunner(threading.Thread):
 
     def __init__(self, service: TableService, samples: Any, detector: Any,
                  inputs: list[dict[str, Any]] | None = None, speed: float = 1.0) -> None:
-        super().__init__(name="bloxcam-accel", daemon=True)
-        self.service = service
+        super().__init__("bloxcam-accel", service)
         self.samples = samples
         self.detector = detector
         self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
         self.speed = speed
-        self.resume_after = service.resume_after
-        self._stop_event = threading.Event()
-        self.last_progress = time.monotonic()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def healthy(self) -> bool:
-        if not self.is_alive():
-            return self.service.source.finished or self._stop_event.is_set()
-        return time.monotonic() - self.last_progress < 30
 
     def run(self) -> None:
         status = self.service.source

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from service_helpers import FIXTURES, Server, chromium_path
-from test_page import CHROMIUM_ARGS
+from service_helpers import FIXTURES, Server
 
 GAME = FIXTURES / "blockout" / "game-3p"
 META = json.loads((GAME / "meta.json").read_text())
@@ -44,25 +43,18 @@ def test_recorded_trace_is_refereed_through_the_real_service(tmp_path):
     assert fell["player"] == "ann" and fell["stack"] == [] and "starts a new stack" in fell["why"]
 
 
-def test_page_shows_the_three_second_count(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    executable = chromium_path()
-    if executable is None:
-        pytest.fail("Chromium is not installed: scripts/setup-system.sh installs Debian's chromium")
+def test_page_shows_the_three_second_count(browser, tmp_path):
     server = Server(GAME, tmp_path / "table.sqlite", speed=1)
     try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            page.goto(server.url + "/")
-            seen: list[str] = []
-            page.expose_function("sawCount", lambda text: seen.append(text))
-            page.evaluate("""() => new MutationObserver(() => window.sawCount(document.getElementById('count').textContent))
-                              .observe(document.getElementById('count'), {childList: true, characterData: true, subtree: true})""")
-            page.wait_for_function("document.getElementById('count').textContent.includes('stands')", timeout=30000)
-            assert [s for s in ("3", "2", "1") if s in seen] == ["3", "2", "1"], seen
-            assert page.locator("#stack .block").count() == 2
-            page.wait_for_function("document.getElementById('count').textContent.includes('fell')", timeout=30000)
-            browser.close()
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(server.url + "/")
+        seen: list[str] = []
+        page.expose_function("sawCount", lambda text: seen.append(text))
+        page.evaluate("""() => new MutationObserver(() => window.sawCount(document.getElementById('count').textContent))
+                          .observe(document.getElementById('count'), {childList: true, characterData: true, subtree: true})""")
+        page.wait_for_function("document.getElementById('count').textContent.includes('stands')", timeout=30000)
+        assert [s for s in ("3", "2", "1") if s in seen] == ["3", "2", "1"], seen
+        assert page.locator("#stack .block").count() == 2
+        page.wait_for_function("document.getElementById('count').textContent.includes('fell')", timeout=30000)
     finally:
         server.stop()

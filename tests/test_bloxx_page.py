@@ -8,28 +8,10 @@ the reason in plain words, or legal with the gaps it created and circle or cross
 
 from __future__ import annotations
 
-import pytest
-
-from service_helpers import FIXTURES, PIN, Server, chromium_path
+from service_helpers import FIXTURES, PIN, Server
 
 FIRST_ROLL = FIXTURES / "bloxx" / "first-roll"
 GAME = FIXTURES / "bloxx" / "game-3p"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    executable = chromium_path()
-    if executable is None:
-        pytest.fail("Chromium is not installed: scripts/setup-system.sh installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
 
 
 def tap(page, *squares):

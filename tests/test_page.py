@@ -4,28 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from service_helpers import FIXTURES, PIN, Server, chromium_path
+from service_helpers import FIXTURES, PIN, Server
 
 GAME = FIXTURES / "blox" / "game-3p"
 META = json.loads((GAME / "meta.json").read_text())
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    executable = chromium_path()
-    if executable is None:
-        pytest.fail("Chromium is not installed: scripts/setup-system.sh installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
 
 
 def test_page_shows_board_scores_and_verdicts_live(browser, tmp_path):
