@@ -11,7 +11,6 @@ page: ``{"player": "green", "action": {"type": "exchange", "cards": [...]}}``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,10 +355,3 @@ def _verdict_fields(verdict: Any) -> dict[str, Any]:
 
 def _freeze(cells: Any) -> tuple:
     return tuple(tuple(repr(c) for c in row) for row in cells or ())
-
-
-def replay(lines: Iterator[dict[str, Any]], players: list[str], edition_path: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every event of a recorded game, in order."""
-    referee = BloxReferee(players, edition_path)
-    for line in lines:
-        yield from referee.feed(line)

@@ -41,9 +41,13 @@ def describe_action(action: dict[str, Any]) -> str:
     return str(action)
 
 
+#: event kinds Bloxx! words its own way; corrections, faults and the end read alike in every game
+BLOXX_OWN_KINDS = ("action", "illegal", "unrecognised", "phase")
+
+
 def describe_event(event: dict[str, Any]) -> str:
     """One line a player understands."""
-    if event.get("game") == "bloxx":
+    if event.get("game") == "bloxx" and event.get("kind") in BLOXX_OWN_KINDS:
         from service.referees.bloxx import describe_bloxx_event
 
         return describe_bloxx_event(event)

@@ -18,7 +18,7 @@ import itertools
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from engine.blox.actions import (
@@ -29,11 +29,9 @@ from engine.blox.actions import (
     Knock,
     Move,
     Place,
-    action_from_json,
 )
 from engine.blox.board import (
     Cell,
-    Entrance,
     Figure,
     Pos,
     Side,
@@ -980,9 +978,6 @@ class BloxState:
 
     def __repr__(self) -> str:
         return f"<BloxState phase={self.phase} turn={self.turn} current={self.current.color}>"
-
-    def action_from_json(self, data: dict[str, Any]) -> Action:
-        return action_from_json(data)
 
 
 def _sub_multisets(order: Sequence[str], counts: Counter[str], size: int | None) -> Iterator[tuple[str, ...]]:

@@ -48,7 +48,6 @@ the ruling the engine uses for turn order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -719,7 +718,7 @@ def describe_bloxx_action(action: dict[str, Any]) -> str:
 
 
 def describe_bloxx_event(event: dict[str, Any]) -> str:
-    """One line a player understands (service.text.describe_event for game ``bloxx``)."""
+    """One line for a Bloxx! action, refusal or turn; service.text words the kinds every game shares."""
     seq = f"#{event.get('seq', '?'):>4} t={event.get('t', 0):8.1f}s"
     kind = event.get("kind")
     who = event.get("player", "")
@@ -744,18 +743,5 @@ def describe_bloxx_event(event: dict[str, Any]) -> str:
         if event.get("phase") == "rolling":
             return f"{seq}  {event.get('active')} is rolling the dice"
         return f"{seq}  turn {event.get('turn')}: {event.get('active')} rolls"
-    if kind == "correction":
-        return f"{seq}  correction: {event.get('why')}"
-    if kind == "end":
-        ranking = ", ".join(f"{r['rank']}. {r['player']} {r['points']}" for r in event.get("ranking", []))
-        return f"{seq}  game over: {ranking}"
-    if kind == "fault":
-        return f"{seq}  FAULT: {event.get('why')}"
     return f"{seq}  {kind}: {event}"
 
-
-def replay(lines: Iterator[dict[str, Any]], players: list[str], edition_path: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every event of a recorded Bloxx! game, in order."""
-    referee = BloxxReferee(players, edition_path)
-    for line in lines:
-        yield from referee.feed(line)
