@@ -83,6 +83,11 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
         name = PAGES.get(service.record.game, "index.html")
         return resources.files("service").joinpath(f"static/{name}").read_text("utf-8")
 
+    @app.get("/static/live.js", include_in_schema=False)
+    def live_js() -> Response:
+        script = resources.files("service").joinpath("static/live.js").read_text("utf-8")
+        return Response(script, media_type="text/javascript")
+
     @app.get("/api/state", summary="The game as the page draws it")
     def state() -> dict[str, Any]:
         return service.snapshot()
