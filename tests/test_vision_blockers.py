@@ -21,21 +21,11 @@ from calibration.survey import survey
 from vision import make_recognizer
 from vision.blockers import Recognizer, edition_symbols, score
 from vision.evaluate import calibration_from_dir, load_fixture
+from vision_helpers import jpeg_round_trip, read_still
 from vision.glyphs import CANVAS, KNOWN_SYMBOLS, GlyphBank, _symbol_glyph, normalise_ink
 
 FIXTURES = Path(__file__).parent / "fixtures" / "blockers"
 KIT = load_kit()
-
-
-def _decode(image: np.ndarray, quality: int = 90) -> np.ndarray:
-    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    assert ok
-    return cv2.imdecode(buf, cv2.IMREAD_COLOR)
-
-
-def _read_still(rec: Recognizer, image: np.ndarray) -> dict:
-    rec.process(image, -1.001, 0)
-    return rec.process(image, 0.0, 1)
 
 
 @pytest.mark.parametrize("name", ["neutral", "glare", "hands"])
@@ -45,7 +35,7 @@ def test_committed_fixtures(name: str) -> None:
     rec = make_recognizer("blockers", cal)
     for i, image in fx.frames():
         truth = fx.truth[i]
-        obs = _read_still(rec, image)
+        obs = read_still(rec, image)
         m = score(truth, obs)
         assert m["tile_color"][0] == 0, (name, m)
         assert m["face_wrong"][0] == 0, (name, m)
@@ -67,7 +57,7 @@ def test_committed_fixtures(name: str) -> None:
 def full_board():
     setup = sc.sample_setup(KIT, "blockers", 9_201, model="cm3")
     cond = sc.sample_conditions(9_201, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
-    board = _decode(sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, 9_201).image, 95)
+    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, 9_201).image, 95)
     intr = default_intrinsics("cm3", board.shape[1], board.shape[0])
     pose = estimate_pose(board, KIT, "blockers", intr, min_markers=4)
     cal = Calibration(game="blockers", camera=intr, camera_model="cm3", kit=KIT, pose=pose,
@@ -82,7 +72,7 @@ def test_full_board_colours_exact_faces_read(full_board, preset: str) -> None:
     seed = 9_210 + sc.PRESETS.index(preset)
     cond = sc.sample_conditions(seed, preset, area=KIT.area_mm("blockers"), kit=KIT)
     r = sc.render_frame(setup, state, cond, seed)
-    obs = _read_still(Recognizer(cal), _decode(r.image))
+    obs = read_still(Recognizer(cal), jpeg_round_trip(r.image))
     m = score(r.truth, obs)
     assert m["tile_color"] == (0, 81), m
     assert m["space_hidden"][0] == 0, m
@@ -98,7 +88,7 @@ def test_overlay_and_empty_board(full_board) -> None:
     cond = sc.sample_conditions(9_230, "cool-bright", area=KIT.area_mm("blockers"), kit=KIT)
     r = sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, 9_230)
     rec = Recognizer(cal)
-    obs = _read_still(rec, _decode(r.image))
+    obs = read_still(rec, jpeg_round_trip(r.image))
     assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]
     assert obs["occluded"] == [] and obs["stable"] is True
     out = rec.overlay(r.image, obs)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 
@@ -21,20 +20,10 @@ from calibration.survey import survey
 from vision import make_recognizer
 from vision.bloxo import Recognizer, score
 from vision.evaluate import calibration_from_dir, load_fixture
+from vision_helpers import jpeg_round_trip, read_still
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bloxo"
 KIT = load_kit()
-
-
-def _decode(image: np.ndarray, quality: int = 90) -> np.ndarray:
-    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    assert ok
-    return cv2.imdecode(buf, cv2.IMREAD_COLOR)
-
-
-def _read_still(rec: Recognizer, image: np.ndarray) -> dict:
-    rec.process(image, -1.001, 0)
-    return rec.process(image, 0.0, 1)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +31,7 @@ def rendered_setup():
     """A webcam set-up and the calibration a user would make from its empty table."""
     setup = sc.sample_setup(KIT, "bloxo", 9_101, model="webcam")
     cond = sc.sample_conditions(9_101, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
-    board = _decode(sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, 9_101).image, 95)
+    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, 9_101).image, 95)
     intr = default_intrinsics("webcam", board.shape[1], board.shape[0])
     pose = estimate_pose(board, KIT, "bloxo", intr, min_markers=4)
     cal = Calibration(game="bloxo", camera=intr, camera_model="webcam", kit=KIT, pose=pose,
@@ -53,7 +42,7 @@ def rendered_setup():
 def _render(setup, state, preset: str, seed: int) -> tuple[np.ndarray, dict]:
     cond = sc.sample_conditions(seed, preset, area=KIT.area_mm("bloxo"), kit=KIT)
     r = sc.render_frame(setup, state, cond, seed)
-    return _decode(r.image), r.truth
+    return jpeg_round_trip(r.image), r.truth
 
 
 @pytest.mark.parametrize("name", ["neutral", "warm-dim", "hands"])
@@ -63,7 +52,7 @@ def test_committed_fixtures_read_exactly(name: str) -> None:
     rec = make_recognizer("bloxo", cal)
     for i, image in fx.frames():
         truth = fx.truth[i]
-        obs = _read_still(rec, image)
+        obs = read_still(rec, image)
         m = score(truth, obs)
         assert m["quadrant_color"][0] == 0 and m["quadrant_shape"][0] == 0, (name, m)
         assert m["card_position"][0] == 0, (name, m)
@@ -81,7 +70,7 @@ def test_tableau_under_hard_light_every_card_on_its_grid_spot(rendered_setup) ->
     for preset, seed in (("one-sided", 9_111), ("noisy", 9_112)):
         state = st.bloxo_state(KIT, np.random.default_rng(seed), cards=14)
         image, truth = _render(setup, state, preset, seed)
-        obs = _read_still(Recognizer(cal), image)
+        obs = read_still(Recognizer(cal), image)
         m = score(truth, obs)
         assert m["card_position"] == (0, 14), (preset, m)
         assert m["quadrant_color"] == (0, 56) and m["quadrant_shape"] == (0, 56), (preset, m)
@@ -99,7 +88,7 @@ def test_card_far_off_the_grid_is_reported_not_placed(rendered_setup) -> None:
     state = {"cards": [{"at": [0, 0], "quadrants": [["blue", "cross"]] * 4},
                        {"at": [1.5, -1.0], "quadrants": q}]}
     image, _ = _render(setup, state, "neutral", 9_121)
-    obs = _read_still(Recognizer(cal), image)
+    obs = read_still(Recognizer(cal), image)
     assert [c["at"] for c in obs["state"]["cards"]] == [[0, 0]]
     mis = obs["state"]["misplaced"]
     assert len(mis) == 1 and mis[0]["why"] == "off-grid"
@@ -114,7 +103,7 @@ def test_card_lying_on_another_is_reported_on_top(rendered_setup) -> None:
                        {"at": [1, 0], "quadrants": [["green", "star"]] * 4},
                        {"at": [0.45, 0.15], "quadrants": [["yellow", "circle"]] * 4}]}
     image, _ = _render(setup, state, "neutral", 9_131)
-    obs = _read_still(Recognizer(cal), image)
+    obs = read_still(Recognizer(cal), image)
     mis = obs["state"]["misplaced"]
     assert len(mis) == 1 and mis[0]["why"] == "on-top"
     assert mis[0]["quadrants"] == [["yellow", "circle"]] * 4
@@ -131,7 +120,7 @@ def test_colour_and_shape_disagreement_is_reported(rendered_setup) -> None:
     state = {"cards": [{"at": [0, 0], "quadrants": [["pink", "star"], ["pink", "diamond"], ["blue", "cross"],
                                                     ["blue", "cross"]]}]}
     image, _ = _render(setup, state, "neutral", 9_141)
-    obs = _read_still(Recognizer(cal), image)
+    obs = read_still(Recognizer(cal), image)
     (card,) = obs["state"]["cards"]
     assert card["disagreements"] == [{"quadrant": 0, "color": "pink", "shape": "star"}]
     assert card["quadrants"][0] == ["pink", None]  # never a shape contradicting the colour
@@ -144,7 +133,7 @@ def test_overlay_draws_on_a_copy(rendered_setup) -> None:
     state = st.bloxo_state(KIT, np.random.default_rng(9_151), cards=4)
     image, _ = _render(setup, state, "neutral", 9_151)
     rec = Recognizer(cal)
-    obs = _read_still(rec, image)
+    obs = read_still(rec, image)
     before = image.copy()
     out = rec.overlay(image, obs)
     assert out.shape == image.shape and np.array_equal(image, before)
