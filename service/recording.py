@@ -118,13 +118,13 @@ def merge_by_time(observations: list[dict[str, Any]], inputs: list[dict[str, Any
 
 
 def write_recording(folder: Path, meta: dict[str, Any], lines: list[dict[str, Any]]) -> None:
-    """Write a fixture folder: observations to truth.jsonl, declarations to table-inputs.jsonl."""
+    """Write a fixture folder: observations to truth.jsonl, the page's inputs to table-inputs.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     with (folder / "truth.jsonl").open("w", encoding="utf-8") as truth, (folder / "table-inputs.jsonl").open(
         "w", encoding="utf-8"
     ) as inputs:
         for line in lines:
-            target = inputs if ("declare" in line or "correct" in line) else truth
+            target = truth if "game" in line else inputs
             target.write(json.dumps(line, separators=(",", ":")) + "\n")
 

@@ -79,6 +79,8 @@ class ReplayRunner(SourceRunner):
         status.finished = True
 
     def _feed(self, line: dict[str, Any]) -> None:
+        if "sheet_photo" in line:
+            return  # a request to the camera; the recorded observations hold what it saw
         try:
             self.service.feed(line)
         except Exception as exc:  # a bug must not stop the table: report it and go on
@@ -95,15 +97,22 @@ class CameraRunner(SourceRunner):
     the referee, which commits only stable ones. Page declarations recorded with a
     replayed fixture (``inputs``) are fed at their times between frames. After a
     restart, frames up to ``service.resume_after`` are skipped.
+
+    With a ``photo_desk`` (Bloxx!), a player's request for a sheet photo (from the page,
+    or ``{"sheet_photo": {"player"}}`` in the recorded inputs) sends the following frames
+    to the desk; the frames that show the sheet are not given to the recogniser.
     """
 
     #: the page's camera view is refreshed at most this often (JPEG encoding costs time)
     OVERLAY_INTERVAL_S = 0.5
 
     def __init__(self, service: TableService, frames: Any, recognizer: Any, inputs: list[dict[str, Any]] | None = None,
-                 speed: float = 1.0) -> None:
+                 speed: float = 1.0, photo_desk: Any = None) -> None:
         super().__init__("bloxcam-camera", service)
         self.speed = speed
+        self.photo_desk = photo_desk
+        #: source time of the latest frame, for requests made on the page
+        self.latest_t = 0.0
         self.frames = frames
         self.recognizer = recognizer
         self.inputs = sorted(inputs or [], key=lambda line: float(line.get("t", 0.0)))
@@ -131,6 +140,9 @@ class CameraRunner(SourceRunner):
             if self.resume_after is not None and item.t <= self.resume_after:
                 status.skipped += 1
                 continue
+            self.latest_t = item.t
+            if self.photo_desk is not None and self.photo_desk.waiting is not None and self._sheet_photo(item):
+                continue
             started = time.perf_counter()
             try:
                 observation = self.recognizer.process(item.image, item.t, item.index, item.lores)
@@ -150,16 +162,42 @@ class CameraRunner(SourceRunner):
     def _feed_input(self, line: dict[str, Any]) -> None:
         if self.resume_after is not None and float(line.get("t", 0.0)) <= self.resume_after:
             return
+        if "sheet_photo" in line:
+            self.ask_sheet_photo(str((line["sheet_photo"] or {}).get("player")), float(line.get("t", self.latest_t)))
+            return
         self.service.feed(line)
 
-    def _refresh_overlay(self, image: Any, observation: dict[str, Any]) -> None:
+    def ask_sheet_photo(self, player: str, t: float | None = None) -> Any:
+        """A player will hold their sheet under the camera; returns the pending request."""
+        if self.photo_desk is None:
+            raise ValueError("this table reads no sheet photos (only Bloxx! tables with a camera do)")
+        return self.photo_desk.ask(player, self.latest_t if t is None else t)
+
+    def _sheet_photo(self, item: Any) -> bool:
+        """Offer the frame to the sheet-photo desk; True when it showed the sheet."""
+        try:
+            consumed, request, observation = self.photo_desk.offer(item.image, item.t, item.index)
+        except Exception as exc:  # a bad frame must not stop the table
+            traceback.print_exc()
+            self.service.fault(f"frame {item.index}: the sheet photo could not be read: {exc}")
+            return False
+        if observation is not None and request is not None:
+            request.events = self.service.feed(observation)
+            request.done.set()
+        if consumed:
+            status = self.service.source
+            status.position = item.index + 1
+            self._refresh_overlay(item.image, {"state": {}, "sheet_photo": True}, plain=True)
+        return consumed
+
+    def _refresh_overlay(self, image: Any, observation: dict[str, Any], plain: bool = False) -> None:
         now = time.monotonic()
         if now - self._last_overlay < self.OVERLAY_INTERVAL_S:
             return
         self._last_overlay = now
         import cv2
 
-        drawn = self.recognizer.overlay(image, observation)
+        drawn = image if plain else self.recognizer.overlay(image, observation)
         ok, data = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
         if ok:
             self.latest_jpeg = data.tobytes()

@@ -16,7 +16,8 @@ from importlib import resources
 from typing import Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from service.table import TableError, TableService
@@ -27,6 +28,8 @@ PIN_HEADER = "X-Table-Pin"
 PAGES = {"bloxx": "bloxx.html", "blockout": "blockout.html"}
 #: how often the live stream checks for a new camera frame when no event arrives
 FRAME_CHECK_S = 0.5
+#: an uploaded sheet photo larger than this is refused (a phone's full-size JPEG is well under it)
+MAX_PHOTO_BYTES = 25_000_000
 
 
 class NewGame(BaseModel):
@@ -37,6 +40,10 @@ class NewGame(BaseModel):
 class Declaration(BaseModel):
     player: str = Field(description="the player declaring the action (their colour)")
     action: dict[str, Any] = Field(description="the action, as in the events' `action` field")
+
+
+class SheetPhoto(BaseModel):
+    player: str = Field(description="whose Bloxx! sheet is held under the camera (their seat)")
 
 
 class Correction(BaseModel):
@@ -127,6 +134,65 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
     @app.post("/api/undo", summary="Take back the last action", dependencies=[Depends(require_pin)])
     def undo() -> dict[str, Any]:
         return outcome(service.undo())
+
+    def sheet_player(player: str) -> str:
+        if service.record.game != "bloxx":
+            raise HTTPException(409, f"sheet photos are for Bloxx! tables; this table plays {service.record.game}")
+        if player not in service.record.players:
+            raise HTTPException(422, f"there is no seat {player!r} at this table")
+        return player
+
+    def photo_outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
+        unread = [e for e in events if e["kind"] == "fault"]
+        if unread:
+            raise HTTPException(422, {"why": unread[0].get("why"), "event": with_text(unread[0])})
+        return outcome(events)
+
+    @app.post("/api/sheet-photo", summary="Read a player's Bloxx! sheet held under the table's camera",
+              dependencies=[Depends(require_pin)], responses={202: {}, 409: {}, 422: {}})
+    def sheet_photo(body: SheetPhoto) -> Any:
+        player = sheet_player(body.player)
+        desk = getattr(runner, "photo_desk", None)
+        if desk is None:
+            raise HTTPException(409, "this table has no camera reading sheets: send a photo to "
+                                     "/api/sheet-photo/upload instead")
+        request = runner.ask_sheet_photo(player)
+        # The player holds the sheet up now; the camera decides within the desk's timeout.
+        if not request.done.wait(desk.timeout_s + 5):
+            return JSONResponse({"waiting": True, "why": "no frame from the camera yet; the result will follow "
+                                 "on the live stream"}, status_code=202)
+        return photo_outcome(request.events)
+
+    @app.post("/api/sheet-photo/upload", summary="Read a player's Bloxx! sheet from a photo (JPEG or PNG body)",
+              dependencies=[Depends(require_pin)], responses={400: {}, 409: {}, 413: {}, 422: {}})
+    async def sheet_upload(request: Request, player: str = Query(description="whose sheet the photo shows")) -> Any:
+        player = sheet_player(player)
+        data = await request.body()
+        if not data:
+            raise HTTPException(400, "the request has no photo: send the JPEG or PNG file as the body")
+        if len(data) > MAX_PHOTO_BYTES:
+            raise HTTPException(413, f"the photo is larger than {MAX_PHOTO_BYTES // 1_000_000} MB")
+        return await run_in_threadpool(read_upload, player, data)
+
+    def read_upload(player: str, data: bytes) -> dict[str, Any]:
+        import cv2
+        import numpy as np
+
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        if image is None:
+            raise HTTPException(400, "the body is not a JPEG or PNG image that can be decoded")
+        desk = getattr(runner, "photo_desk", None) or upload_desk()
+        observation = desk.read_upload(player, image, service.referee.clock)
+        return photo_outcome(service.feed(observation))
+
+    def upload_desk() -> Any:
+        if getattr(app.state, "upload_desk", None) is None:
+            from calibration.kit import load_kit
+            from service.sheetphoto import SheetPhotoDesk
+            from vision.bloxx import SheetReader
+
+            app.state.upload_desk = SheetPhotoDesk(SheetReader(load_kit(), service.referee.edition))
+        return app.state.upload_desk
 
     @app.get("/api/stream", summary="Live updates (server-sent events)")
     async def stream(request: Request) -> StreamingResponse:

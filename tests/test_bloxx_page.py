@@ -8,6 +8,10 @@ the reason in plain words, or legal with the gaps it created and circle or cross
 
 from __future__ import annotations
 
+import cv2
+import numpy as np
+
+from bloxx_helpers import legal_first_placement_photo
 from service_helpers import FIXTURES, PIN, Server
 
 FIRST_ROLL = FIXTURES / "bloxx" / "first-roll"
@@ -112,6 +116,37 @@ def test_page_shows_row_bonuses_and_the_end_of_a_replayed_game(browser, tmp_path
                 f"{b['colour']} +{b['points']}" for b in bonuses]
             assert page.locator(f"#scores tr[data-player={player}] .points").text_content() == str(state["scores"][player])
         assert page.locator("#events li.end").count() == 1
+    finally:
+        close_pages(browser)
+        server.stop()
+
+
+def test_phone_sends_a_photo_of_the_paper_sheet_and_sees_the_verdict(browser, tmp_path):
+    """A player who drew on paper photographs the sheet with the phone: the engine judges
+    the new shape on it as if it had been tapped in, and the sheet shows it."""
+    rows, photo = legal_first_placement_photo("ann")
+    server = Server(FIRST_ROLL, tmp_path / "table.sqlite", speed=0)
+    try:
+        server.wait_finished()
+        phone = browser.new_page(viewport={"width": 390, "height": 844})
+        phone.goto(server.url + "/")
+        phone.wait_for_selector("#seats button[data-seat=ann]", timeout=20000)
+        phone.click("#seats button[data-seat=ann]")
+        phone.fill("#pin", PIN)
+        phone.set_input_files("#upload", files=[{"name": "sheet.jpg", "mimeType": "image/jpeg", "buffer": photo}])
+        text = verdict(phone, "ok")
+        assert "Legal" in text and "read from your sheet" in text
+        drawn = sum(row.count("o") + row.count("x") for row in rows)
+        mine = "#sheets .sheet[data-player=ann]"
+        phone.wait_for_function(
+            f"document.querySelectorAll(\"{mine} .sq.o, {mine} .sq.x\").length === {drawn}", timeout=10000)
+        assert server.get("/api/state")["sheets"]["ann"] == rows
+        # A photo without a sheet on it: told why, nothing drawn.
+        phone.click("#seats button[data-seat=ben]")
+        blank = cv2.imencode(".jpg", np.full((480, 640, 3), 90, np.uint8))[1].tobytes()
+        phone.set_input_files("#upload", files=[{"name": "table.jpg", "mimeType": "image/jpeg", "buffer": blank}])
+        assert "Sheet not read" in verdict(phone, "bad")
+        assert server.get("/api/state")["sheets"]["ben"] == ["......."] * 10
     finally:
         close_pages(browser)
         server.stop()

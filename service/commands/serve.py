@@ -136,9 +136,20 @@ def make_runner(config, service, recording):
         inputs = [line for line in recording.lines if "game" not in line]
         # A replayed fixture's frames keep their recorded times: the declarations are timed on them.
         camera = ResilientCamera(make_source, give_up_s=0, live_clock=False)
-        return CameraRunner(service, camera, recognizer, inputs, speed)
+        return CameraRunner(service, camera, recognizer, inputs, speed, photo_desk=photo_desk(service, calibration))
     camera_config = CameraConfig(kind=source.kind, device=source.path or 0)
-    return CameraRunner(service, ResilientCamera(lambda: open_source(camera_config), live_clock=True), recognizer)
+    return CameraRunner(service, ResilientCamera(lambda: open_source(camera_config), live_clock=True), recognizer,
+                        photo_desk=photo_desk(service, calibration))
+
+
+def photo_desk(service, calibration):
+    """Bloxx! tables read players' sheets held under the camera; other games have no sheets."""
+    if service.record.game != "bloxx":
+        return None
+    from service.sheetphoto import SheetPhotoDesk
+    from vision.bloxx import SheetReader
+
+    return SheetPhotoDesk(SheetReader(calibration.kit, service.referee.edition))
 
 
 

@@ -11,7 +11,10 @@ replays exactly. Inputs:
     (``null`` for a die that cannot be seen). A stable reading while the engine waits
     for a roll is the roll, unless it is the previous roll still lying there: a new roll
     is taken only after the dice were out of sight or moving (an unstable observation
-    with a ``dice`` key, or a die reported ``null``), or when the faces differ.
+    with a ``dice`` key, or a die reported ``null``), or when the faces differ. When the
+    observation says where the dice lie (``"dice_at": {die: [x mm, y mm, yaw deg]}``,
+    as ``vision.bloxx`` reports it), dice showing the same faces on the same spots were
+    not thrown: a hand or a sheet only passed over them.
   - ``"sheet": [rows]`` -- a player's paper sheet held under the camera, as
     ``vision.bloxx.SheetReader`` reads it (the ``bloxx`` state of observation.md). The
     observation names the sheet's owner in ``"player"`` (top level or in ``state``);
@@ -48,6 +51,7 @@ the ruling the engine uses for turn order.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +77,9 @@ RULE_TURN = "R-BLOXX-6"
 MARK_WORDS = {CIRCLE: "circle", CROSS: "cross", GAP: "gap", EMPTY: "empty"}
 #: a sheet square read less surely than this is not compared with the record
 MIN_SQUARE_CONFIDENCE = 0.5
+#: dice seen again within this distance and turn of where they lay were not thrown
+SAME_SPOT_MM = 3.0
+SAME_YAW_DEG = 10.0
 
 
 class Refusal(Exception):
@@ -118,6 +125,8 @@ class BloxxReferee:
         # The dice may be read as a new roll (they were out of sight or moving since the last).
         self._armed = True
         self._last_roll: tuple[str, ...] | None = None
+        #: where the dice were last seen lying still (observed, not game state: undo keeps it)
+        self._dice_at: dict[str, Any] = {}
         self._dice_pending: tuple[str, ...] | None = None
         self._sheet_pending: dict[int, tuple[str, ...]] = {}
         self._checks: dict[str, dict[str, Any]] = {}
@@ -157,7 +166,7 @@ class BloxxReferee:
             return self._arm(t) if "dice" in seen else []
         events: list[dict[str, Any]] = []
         if "dice" in seen:
-            events += self._observe_dice(t, seen["dice"], obs.get("occluded") or [])
+            events += self._observe_dice(t, seen["dice"], obs.get("occluded") or [], obs.get("dice_at"))
         if "sheet" in seen:
             owner = obs.get("player", seen.get("player"))
             if seen["sheet"] is None:  # SheetReader found no sheet in the photo
@@ -249,6 +258,22 @@ class BloxxReferee:
             faces.append(face)
         return tuple(faces)
 
+    def _lying_still(self, before: dict[str, Any]) -> bool:
+        """The dice lie where they were seen before (each within :data:`SAME_SPOT_MM` and
+        :data:`SAME_YAW_DEG`): they were not thrown. False when either reading lacks a spot."""
+        now = self._dice_at
+        if not before or not now:
+            return False
+        for die in self.edition.dice:
+            a, b = before.get(die.name), now.get(die.name)
+            try:
+                dx, dy, dyaw = (float(b[0]) - float(a[0]), float(b[1]) - float(a[1]), float(b[2]) - float(a[2]))
+            except (TypeError, IndexError, ValueError):
+                return False
+            if math.hypot(dx, dy) > SAME_SPOT_MM or abs((dyaw + 180) % 360 - 180) > SAME_YAW_DEG:
+                return False
+        return True
+
     def _arm(self, t: float) -> list[dict[str, Any]]:
         """The dice moved or left the rolling area while a roll is awaited: the next
         stable reading is the roll, even if it shows the same faces as the last one.
@@ -263,18 +288,19 @@ class BloxxReferee:
         self._armed = True
         return [self._event(t, "phase", phase="rolling", turn=state.turn + 1, active=self.players[state.active])]
 
-    def _observe_dice(self, t: float, dice: Any, occluded: list[Any]) -> list[dict[str, Any]]:
+    def _observe_dice(self, t: float, dice: Any, occluded: list[Any], at: Any = None) -> list[dict[str, Any]]:
         faces = self._read_dice(dice, occluded)
         if faces is None:
             return self._arm(t)  # picked up to be rolled
         if isinstance(faces, str):
             self.stats.unrecognised += 1
             return [self._event(t, "unrecognised", why=faces)]
+        before, self._dice_at = self._dice_at, at if isinstance(at, dict) else {}
         state = self.state
         if state.ended:
             return []
         if state.roll is None:
-            if not self._armed and faces == self._last_roll:
+            if faces == self._last_roll and (not self._armed or self._lying_still(before)):
                 return []  # last turn's roll, still lying in the rolling area
             self._dice_pending = None
             return self._commit(t, Roll(faces), source="camera")
