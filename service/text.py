@@ -64,7 +64,8 @@ def describe_event(event: dict[str, Any]) -> str:
         return f"{seq}  UNRECOGNISED ({event.get('rule')}): {event.get('why')} [{n} candidate(s)]"
     if kind == "stability":
         words = {"counting": "the count starts: 3, 2, 1…", "stood": "the stack stands", "fell": "THE STACK FELL"}
-        return f"{seq}  {words.get(event.get('event'), event.get('event'))}" + (
+        seen = " (seen by the camera)" if event.get("source") == "camera" else ""
+        return f"{seq}  {words.get(event.get('event'), event.get('event'))}{seen}" + (
             f" ({event['why']})" if event.get("why") else "")
     if kind == "phase":
         return f"{seq}  phase {event.get('phase')}"
