@@ -105,8 +105,12 @@ def make_runner(config, service, recording):
 
     source = config.source
     folder = Path(source.path) if source.kind == "replay" else None
+    sensor: list[dict] = []
     if folder is not None and config.game.name == "blockout" and source.frames and (folder / "accel.csv").is_file():
-        return accel_runner(service, folder, recording, source.speed)
+        if not has_frames(folder):
+            return accel_runner(service, folder, recording, source.speed)
+        # A camera watches the stack too: one thread feeds frames and sensor events in time order.
+        sensor = sensor_lines(folder)
     if folder is not None and not (source.frames and folder.is_dir() and has_frames(folder)):
         return ReplayRunner(service, recording, source.speed)
     import vision
@@ -133,7 +137,7 @@ def make_runner(config, service, recording):
             return ReplaySource(folder, realtime=True, clock=lambda: time.monotonic() * speed,
                                 sleep=lambda s: time.sleep(s / speed))
 
-        inputs = [line for line in recording.lines if "game" not in line]
+        inputs = [line for line in recording.lines if "game" not in line and line.get("kind") != "stability"] + sensor
         # A replayed fixture's frames keep their recorded times: the declarations are timed on them.
         camera = ResilientCamera(make_source, give_up_s=0, live_clock=False)
         return CameraRunner(service, camera, recognizer, inputs, speed, photo_desk=photo_desk(service, calibration))
@@ -210,6 +214,20 @@ def _notify_when_listening(server, url: str) -> None:
         time.sleep(0.05)
     if server.started:
         systemd.ready(f"serving {url}")
+
+
+def sensor_lines(folder: Path) -> list[dict]:
+    """The stability detector's events over a recorded trace, as recording lines."""
+    from device.accelcsv import AccelCsvError, read_csv
+    from device.stability import StabilityDetector
+
+    detector = StabilityDetector()
+    try:
+        events = [e for sample in read_csv(folder / "accel.csv") for e in detector.update(*sample)]
+    except AccelCsvError as exc:
+        raise CliError(str(exc)) from exc
+    events += detector.finish()
+    return [{"kind": "stability", "event": e["event"], "t": e["t"]} for e in events]
 
 
 def accel_runner(service, folder: Path, recording, speed: float):
