@@ -21,6 +21,10 @@ stable_seconds = 1.0    # stillness needed before a board is committed
 
 [calibration]
 file = ""
+
+[sensor]                # Block Out!: the accelerometer under the stacking base
+kind = "mpu6050"        # none | mpu6050 | adxl345 | iio
+bus = 1                 # I2C bus; address defaults to 0x68 (mpu6050) or 0x53 (adxl345)
 ```
 Relative paths are taken from the config file's folder.
 """
@@ -31,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from device.accel.sensor import SENSORS, SensorConfig
 from service.tomlconfig import TomlReader, load_toml
 
 GAMES = ("blox", "bloxo", "bloxx", "blockers", "blockout")
-SOURCES = ("replay", "opencv", "picamera2")
+SOURCES = ("replay", "opencv", "picamera2", "none")
 
 
 class ConfigError(ValueError):
@@ -64,7 +69,8 @@ class SourceSettings:
     ``replay``: a recorded fixture folder; when it holds camera frames they go through
     recognition (``frames = true``, the default), else its recorded observations are
     replayed. ``opencv`` (``path``: webcam number or video file) and ``picamera2``:
-    a live camera, which needs a calibration file. ``stable_seconds``: how long the
+    a live camera, which needs a calibration file. ``none``: no camera (a Block Out!
+    table with only its stack sensor). ``stable_seconds``: how long the
     scene must be still before an observation is stable and may be committed.
     """
 
@@ -96,6 +102,7 @@ class TableConfig:
     calibration: Path | None = None
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     path: Path | None = None
+    sensor: SensorConfig = field(default_factory=SensorConfig)
 
 
 def load_config(path: str | Path) -> TableConfig:
@@ -106,7 +113,7 @@ def load_config(path: str | Path) -> TableConfig:
 def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     where = str(path) if path else "configuration"
     base = path.parent if path else Path.cwd()
-    reader = TomlReader(data, where, ConfigError, {"table", "game", "source", "calibration", "mqtt"})
+    reader = TomlReader(data, where, ConfigError, {"table", "game", "source", "calibration", "mqtt", "sensor"})
     section, typed = reader.section, reader.typed
 
     def resolve(p: str) -> Path:
@@ -168,7 +175,36 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
         prefix=typed("mqtt", m, "prefix", str, "bloxcam"),
         stats_interval=typed("mqtt", m, "stats_interval", float, 10.0),
     )
-    return TableConfig(table, game, source, calibration, mqtt, path)
+    sensor = _sensor(section, typed, resolve, where)
+    if kind == "none" and (name != "blockout" or sensor.kind == "none"):
+        raise ConfigError(f"{where}: [source] kind 'none' (no camera) is for a Block Out! table with a [sensor]")
+    return TableConfig(table, game, source, calibration, mqtt, path, sensor)
+
+
+def _sensor(section: Any, typed: Any, resolve: Any, where: str) -> SensorConfig:
+    x = section("sensor", {"kind", "bus", "address", "rate_hz", "range_g", "iio_device", "iio_dev", "poll_s", "emulate"})
+    kind = typed("sensor", x, "kind", str, "none")
+    if kind not in SENSORS:
+        raise ConfigError(f"{where}: [sensor] kind {kind!r} is not one of {list(SENSORS)}")
+    emulate = typed("sensor", x, "emulate", str, "")
+    if emulate:
+        emulate = str(resolve(emulate))
+        if not Path(emulate).is_file():
+            raise ConfigError(f"{where}: [sensor] emulate {emulate} is not a trace file")
+    rate = x.get("rate_hz")
+    try:
+        return SensorConfig(
+            kind=kind, bus=typed("sensor", x, "bus", int, 1),
+            address=typed("sensor", x, "address", int, 0) or None,
+            rate_hz=float(typed("sensor", x, "rate_hz", float, 0.0)) if rate is not None else None,
+            range_g=typed("sensor", x, "range_g", int, 0) or None,
+            iio_device=typed("sensor", x, "iio_device", str, SensorConfig.iio_device),
+            iio_dev=typed("sensor", x, "iio_dev", str, "") or None,
+            poll_s=typed("sensor", x, "poll_s", float, SensorConfig.poll_s),
+            emulate=emulate,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"{where}: [sensor] {exc}") from None
 
 
 def _pin(value: Any, where: str) -> str:

@@ -31,6 +31,32 @@ class SourceRunner(threading.Thread):
         return time.monotonic() - self.last_progress < 30
 
 
+class RunnerGroup:
+    """Several sources feeding one table at once (a Block Out! table's camera and stack
+    sensor): started, stopped and watched together; the page reaches each one's
+    attributes (the camera view, the sheet-photo desk) through the group."""
+
+    def __init__(self, runners: list[SourceRunner]) -> None:
+        self.runners = runners
+
+    def start(self) -> None:
+        for runner in self.runners:
+            runner.start()
+
+    def stop(self) -> None:
+        for runner in self.runners:
+            runner.stop()
+
+    def healthy(self) -> bool:
+        return all(runner.healthy() for runner in self.runners)
+
+    def __getattr__(self, name: str) -> Any:
+        for runner in self.__dict__.get("runners", []):
+            if hasattr(runner, name):
+                return getattr(runner, name)
+        raise AttributeError(name)
+
+
 class ReplayRunner(SourceRunner):
     """Feeds a recording's lines to the service at their recorded times (``speed`` x).
 

@@ -61,6 +61,25 @@ def test_config_errors_are_clear(tmp_path):
     path.write_text(f'[table]\npin = "{PIN}"\nlog = "x.sqlite"\n[source]\npath = "{GAME}"\n')
     config = load_config(path)
     assert config.table.log == tmp_path / "x.sqlite" and config.table.pin == PIN
+    assert config.sensor.kind == "none"
+
+
+def test_sensor_config_is_checked(tmp_path):
+    path = tmp_path / "table.toml"
+    path.write_text('[game]\nname = "blockout"\nplayers = ["a", "b"]\n[source]\nkind = "none"\n[sensor]\nkind = "bmp180"\n')
+    with pytest.raises(ConfigError, match=r"\[sensor\] kind 'bmp180' is not one of"):
+        load_config(path)
+    path.write_text('[game]\nname = "blockout"\nplayers = ["a", "b"]\n[source]\nkind = "none"\n')
+    with pytest.raises(ConfigError, match="'none' \\(no camera\\) is for a Block Out! table with a \\[sensor\\]"):
+        load_config(path)
+    path.write_text('[game]\nname = "blockout"\nplayers = ["a", "b"]\n[source]\nkind = "none"\n'
+                    '[sensor]\nkind = "iio"\nemulate = "nothing.csv"\n')
+    with pytest.raises(ConfigError, match="not a trace file"):
+        load_config(path)
+    path.write_text('[game]\nname = "blockout"\nplayers = ["a", "b"]\n[source]\nkind = "none"\n'
+                    '[sensor]\nkind = "adxl345"\naddress = 0x1D\nrate_hz = 800\npoll_s = 0.01\n')
+    sensor = load_config(path).sensor
+    assert (sensor.kind, sensor.i2c_address, sensor.rate_hz, sensor.poll_s) == ("adxl345", 0x1D, 800.0, 0.01)
 
 
 @pytest.fixture

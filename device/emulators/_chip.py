@@ -11,16 +11,21 @@ class SampledChip:
     """Produces samples at the chip's current output data rate as the clock advances.
 
     Sample ``k`` after measurement starts is taken at ``start + k / odr`` from the
-    trace (trace time 0 = when measuring started, or ``trace_offset`` later).
+    trace (trace time 0 = when measuring started, or ``trace_offset`` later). With
+    ``world_time`` the trace runs on the clock instead (trace time = clock time +
+    ``trace_offset``): the base moves whether or not the chip is measuring, as when a
+    service opens the sensor a moment after the game began.
     """
 
     MAX_BACKLOG = 100_000  # samples generated per access at most (a clock jump of hours)
 
-    def __init__(self, address: int, signal: TraceSignal, clock: Callable[[], float], trace_offset: float = 0.0):
+    def __init__(self, address: int, signal: TraceSignal, clock: Callable[[], float], trace_offset: float = 0.0,
+                 world_time: bool = False):
         self.address = address
         self.signal = signal
         self.clock = clock
         self.trace_offset = trace_offset
+        self.world_time = world_time
         self._start: float | None = None
         self._k = 0
         self._odr = 1.0
@@ -61,7 +66,8 @@ class SampledChip:
             self._k = due - self.MAX_BACKLOG
         while self._k < due:
             self._k += 1
-            t = self.trace_offset + (self._start - self._first_start) + self._k / odr
+            since = self._start if self.world_time else self._start - self._first_start
+            t = self.trace_offset + since + self._k / odr
             self.push_sample(*self.signal.at(t))
             self.generated += 1
 

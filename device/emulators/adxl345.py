@@ -31,8 +31,9 @@ class Adxl345Emulator(SampledChip):
         *,
         devid: int = reg.DEVID_VALUE,
         trace_offset: float = 0.0,
+        world_time: bool = False,
     ) -> None:
-        super().__init__(address, signal, clock, trace_offset)
+        super().__init__(address, signal, clock, trace_offset, world_time)
         self.regs = bytearray(256)
         self.regs[reg.DEVID] = devid
         self.regs[reg.BW_RATE] = 0x0A

@@ -28,8 +28,9 @@ class Mpu6050Emulator(SampledChip):
         *,
         who_am_i: int = reg.WHO_AM_I_VALUE,
         trace_offset: float = 0.0,
+        world_time: bool = False,
     ) -> None:
-        super().__init__(address, signal, clock, trace_offset)
+        super().__init__(address, signal, clock, trace_offset, world_time)
         self.who_am_i = who_am_i
         self.fifo: deque[int] = deque()
         self.overflows = 0

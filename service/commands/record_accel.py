@@ -54,69 +54,30 @@ def _parse_inject(specs: list[str]) -> list[tuple[float, str, float]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device.accel import ResilientAccel, open_smbus  # noqa: PLC0415
-    from device.accelcsv import AccelCsvError, CsvWriter, read_csv  # noqa: PLC0415
+    from device.accel.sensor import SensorConfig, open_sensor  # noqa: PLC0415
+    from device.accelcsv import AccelCsvError, CsvWriter  # noqa: PLC0415
     from service.cli import CliError  # noqa: PLC0415
 
-    sensor = args.sensor
-    address = args.address if args.address is not None else (0x68 if sensor == "mpu6050" else 0x53)
     injects = _parse_inject(args.inject)
     if injects and not args.emulate:
         raise CliError("--inject needs --emulate")
+    try:
+        config = SensorConfig(kind=args.sensor, bus=args.bus, address=args.address, rate_hz=args.rate,
+                              range_g=args.range_g, iio_device=args.iio_device, iio_dev=args.iio_dev,
+                              poll_s=args.poll, emulate=args.emulate or "")
+        if args.emulate:
+            from device.emulators import VirtualClock  # noqa: PLC0415
 
-    chip = None
-    bus = None
-    if args.emulate:
-        import numpy as np  # noqa: PLC0415
-
-        from device.emulators import TraceSignal, VirtualClock  # noqa: PLC0415
-        from device.emulators.smbus import EmulatedBus  # noqa: PLC0415
-
-        if sensor == "iio":
-            raise CliError("--emulate supports mpu6050 and adxl345")
-        try:
-            rows = list(read_csv(args.emulate))
-        except (OSError, AccelCsvError) as exc:
-            raise CliError(str(exc)) from None
-        if not rows:
-            raise CliError(f"{args.emulate}: no samples")
-        arr = np.asarray(rows)
-        signal = TraceSignal(arr[:, 0] - arr[0, 0], arr[:, 1:])
-        vclock = VirtualClock()
-        clock, sleep = vclock.time, vclock.sleep
-        bus = EmulatedBus(clock)
-        if sensor == "mpu6050":
-            from device.emulators.mpu6050 import Mpu6050Emulator  # noqa: PLC0415
-
-            chip = bus.attach(Mpu6050Emulator(signal, clock, address))
+            # An emulated chip runs on a virtual clock: as fast as the machine goes.
+            vclock = VirtualClock()
+            clock, sleep = vclock.time, vclock.sleep
         else:
-            from device.emulators.adxl345 import Adxl345Emulator  # noqa: PLC0415
-
-            chip = bus.attach(Adxl345Emulator(signal, clock, address))
-    else:
-        clock, sleep = time.monotonic, time.sleep
-
+            clock, sleep = time.monotonic, time.sleep
+        sensor = open_sensor(config, clock=clock, sleep=sleep)
+    except (OSError, AccelCsvError, ValueError) as exc:
+        raise CliError(str(exc)) from None
     epoch = clock()
-
-    def make_driver():  # noqa: ANN202
-        nonlocal bus
-        if sensor == "iio":
-            from device.accel.iio import IioAccel  # noqa: PLC0415
-
-            return IioAccel(args.iio_device, dev_path=args.iio_dev, rate_hz=args.rate, clock=clock, epoch=epoch)
-        if bus is None or getattr(bus, "closed", False):
-            bus = open_smbus(args.bus)
-        if sensor == "mpu6050":
-            from device.accel.mpu6050 import Mpu6050  # noqa: PLC0415
-
-            return Mpu6050(bus, address, rate_hz=args.rate or 500.0, range_g=args.range_g or 8,
-                           clock=clock, sleep=sleep, epoch=epoch)
-        from device.accel.adxl345 import Adxl345  # noqa: PLC0415
-
-        return Adxl345(bus, address, rate_hz=args.rate or 400.0, range_g=args.range_g or 16,
-                       clock=clock, sleep=sleep, epoch=epoch)
-
-    reader = ResilientAccel(make_driver, clock=clock)
+    reader, bus, chip, address = sensor.reader, sensor.bus, sensor.chip, config.i2c_address if args.sensor != "iio" else 0
     n = 0
     try:
         with open(args.out, "w", newline="") as f:

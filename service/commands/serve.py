@@ -87,7 +87,7 @@ def build_config(args: argparse.Namespace):
         config = replace(config, source=replace(config.source, speed=args.speed))
     if config.source.kind == "replay" and not config.source.path:
         raise CliError("nothing to referee: give --recording or a configuration with a [source] path")
-    if config.source.kind != "replay" and config.calibration is None:
+    if config.source.kind not in ("replay", "none") and config.calibration is None:
         raise CliError(
             f"a live {config.source.kind} camera needs a calibration file: run `bloxcam calibrate lens` and "
             "`bloxcam calibrate board`, then set [calibration] file (or --calibration)"
@@ -100,7 +100,34 @@ def has_frames(folder: Path) -> bool:
 
 
 def make_runner(config, service, recording):
-    """The source runner: recognition of camera frames, or a replay of recorded observations."""
+    """The source runners: recognition of camera frames, or a replay of recorded
+    observations; and a live Block Out! table's stack sensor beside its camera."""
+    from service.runner import RunnerGroup
+
+    runners = []
+    if config.source.kind != "none":
+        runners.append(source_runner(config, service, recording))
+    if config.game.name == "blockout" and config.sensor.kind != "none" and config.source.kind != "replay":
+        runners.append(sensor_runner(service, config.sensor))
+    return runners[0] if len(runners) == 1 else RunnerGroup(runners)
+
+
+def sensor_runner(service, sensor_config):
+    """Block Out!'s live stack sensor: the accelerometer through the stability detector."""
+    from device.accel.sensor import open_sensor, stream
+    from device.stability import StabilityDetector
+    from service.runner import AccelRunner
+
+    try:
+        sensor = open_sensor(sensor_config)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot open the {sensor_config.kind} sensor: {exc}") from exc
+    runner = AccelRunner(service, None, StabilityDetector(), speed=0)
+    runner.samples = stream(sensor, stopped=runner._stop_event.is_set)
+    return runner
+
+
+def source_runner(config, service, recording):
     from service.runner import CameraRunner, ReplayRunner
 
     source = config.source
