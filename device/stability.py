@@ -71,12 +71,23 @@ class StabilityConfig:
     settle_level: float = 0.20
     """S below this = settled (20 mg RMS; the noise floor alone is ~0.06-0.08, removed)."""
     hold_s: float = 0.2
-    """S must stay below settle_level this long before the count is confirmed; longer
-    than the lulls of a wobbling hand."""
+    """Settled means S below settle_level from that moment on for at least this long
+    (the definition of the settle time, R-BLOCKOUT-3; the simulator's truth uses it)."""
+    count_confirm_s: float = 0.5
+    """The detector emits counting only after S has stayed below settle_level this
+    long (the ringing of an impulse excepted), so a lull of a wobbling hand that is
+    still on the stack is not taken for its release; the count's start is back-dated
+    to the crossing, so this delays only the decision, not the count."""
     active_level: float = 0.25
     """S above this (while idle) may be a hand placing a block."""
     place_confirm_s: float = 0.20
-    """...for this long (a knock's ringing dies sooner; a hand stays)."""
+    """...for this long in total (a knock's ringing dies sooner and is excluded; a
+    hand stays), counting the time above active_level within one stretch of motion."""
+    place_gap_s: float = 0.0
+    """Gap below active_level that ends a stretch of motion while idle. 0 = the time
+    above must be continuous. (0.2 with active_level 0.2 catches a gentle hand that
+    holds S in and out of 0.2-0.25, but took an elbow's push for a placement on the
+    development seeds; left at 0.)"""
     count_s: float = COUNT_S
     """The count, R-BLOCKOUT-3."""
     highpass_hz: float = 70.0
@@ -106,21 +117,28 @@ class StabilityConfig:
     departure_tilt: float = 0.045
     """Mean x/y over departure_window_s off the reference by this = the load moved
     (tilt step). Knocks out of a still base reach ~0.035 at the chips' noise floors."""
-    departure_ring: float = 0.06
+    departure_ring: float = 0.08
     """sqrt of the 3-axis variance over departure_window_s minus the reference's above
     this = the base rang before the impulse. Knocks out of a still base: ~0.045."""
     fall_tilt: float = 0.04
     """Resting tilt moved by this after a lone impulse = blocks left the stack."""
     fall_quiet_s: float = 0.5
     """After a fall, S below settle_level this long before watching for placements."""
+    height_lead_s: float = 0.15
+    """The camera's stack height "before" a fall is read this long before the first
+    impact, longer than most flights (70-200 ms from a raised support), so it sees
+    the stack whole."""
     calib_s: float = 0.8
     """Initial still period used to measure the sensor's noise and the resting tilt."""
     stood_guard_s: float = 0.25
     """stood is emitted this long after the count ends (t is still the count's end),
     so a block that left just before the end but lands after it still counts as a
     fall (R-BLOCKOUT-3: a fall at any moment of the count)."""
-    fall_lead_s: float = 0.15
-    """Typical time from a block leaving the stack to its first impact (flight)."""
+    fall_lead_s: float = 0.03
+    """Time taken, from a block leaving the stack to its first impact, when deciding
+    whether it left before the count ended: a group toppling from the base lays its
+    lowest block on the base within a few ms; one falling from higher up flies
+    ~sqrt(2 h / g), 70-200 ms. The short figure errs towards "stood, then fell"."""
     noise_var: float | None = None
     """Total (3-axis) low-passed noise variance, used for every window; None =
     measured during calib_s, per window."""
@@ -292,6 +310,9 @@ class StabilityDetector:
         self._impulse: tuple[float, list[float], float | None] | None = None  # t, rest, height
         self._knock_until: float = -1e9
         self._post: list[list[float]] = []
+        self._last_imp_t: float = -1e9  # last impulse (any), for the ringing it leaves
+        self._active_total = 0.0
+        self._active_last = -1e9
 
     def _s(self) -> float:
         """Activity level (short window), noise removed."""
@@ -379,6 +400,7 @@ class StabilityDetector:
         new_impulse = hf > c.impact_level and not self._run_fired
         if new_impulse:
             self._run_fired = True
+            self._last_imp_t = t
         if self.state != "fallen":
             if self._impulse is not None and new_run and t - self._impulse[0] <= c.train_s:
                 # Another impact (a bounce, another block) while the first still
@@ -394,7 +416,7 @@ class StabilityDetector:
         if self.state == "idle":
             events += self._idle(t, s, lp)
         elif self.state == "placing":
-            events += self._placing(t, self._settle_s())
+            events += self._placing(t, self._swin.var() - (self._noise_s or 0.0))
         elif self.state == "counting":
             events += self._counting(t)
         elif self.state == "fallen":
@@ -429,9 +451,14 @@ class StabilityDetector:
         ring = math.sqrt(max(0.0, float(win.var(axis=0).sum() - ref.var(axis=0).sum())))
         return step > c.departure_tilt or ring > c.departure_ring
 
+    def _released(self, t: float) -> bool:
+        """Placing, but S has been below settle_level for hold_s: the hand has let go
+        and the stack settled; only the count's confirmation is pending."""
+        return self.state == "placing" and self._below_since is not None and t - self._below_since >= self.cfg.hold_s
+
     def _precursor(self) -> bool:
         c = self.cfg
-        if self.state == "placing":
+        if self.state == "placing" and not self._released(self._last_t):
             return True  # the hand is on the stack: an impact now is the stack going
         if self._departure():
             return True
@@ -452,7 +479,7 @@ class StabilityDetector:
             return None
 
     def _on_impulse(self, t: float, lp: list[float]) -> list[dict[str, Any]]:
-        h0 = self._height(t - self.cfg.fall_lead_s)
+        h0 = self._height(t - self.cfg.height_lead_s)
         if self._precursor():
             return self._fall(t, t, "impact after the base moved", h0)
         self._impulse = (t, list(self._rest or lp), h0)
@@ -492,7 +519,12 @@ class StabilityDetector:
             self.knocks += 1
             return []
         out: list[dict[str, Any]] = []
-        if self.state == "counting" and self._count_start is not None:
+        if self._released(t_fall):
+            # Settled before the fall, the count not yet confirmed: it had started.
+            assert self._below_since is not None
+            start = self._settle_fit()
+            out.append(stability_event("counting", start, detected=round(t_now, 6)))
+        elif self.state == "counting" and self._count_start is not None:
             end = self._count_start + c.count_s
             if t_fall - c.fall_lead_s >= end:
                 # The count had ended before the block left: it stood, then fell.
@@ -517,33 +549,52 @@ class StabilityDetector:
         if s > c.active_level:
             if self._active_since is None:
                 self._active_since = t
-            if t - self._active_since >= c.place_confirm_s:
+                self._active_total = 0.0
+            self._active_total += self._dt
+            self._active_last = t
+            if self._active_total >= c.place_confirm_s:
                 self.state = "placing"
                 self.blocks += 1
                 self._below_since = None
                 onset = self._active_since - c.window_s / 2
+                self._active_since = None
                 return [stability_event("placed", onset, detected=round(t, 6))]
         else:
-            self._active_since = None
-            if s < c.settle_level and self._rest is not None:
+            if self._active_since is not None and t - self._active_last > c.place_gap_s:
+                self._active_since = None
+            if self._active_since is None and s < c.settle_level and self._rest is not None:
                 # Follow slow drift of the resting tilt (temperature, an elbow).
                 m = self._win.mean()
                 self._rest = [0.995 * self._rest[i] + 0.005 * m[i] for i in range(3)]
         return []
 
-    def _placing(self, t: float, s: float) -> list[dict[str, Any]]:
+    def _placing(self, t: float, s2: float) -> list[dict[str, Any]]:
         c = self.cfg
-        if s < c.settle_level:
+        # An impulse's ringing (a knock while the stack stands) lifts S for about a
+        # window; it is not the hand, so it neither ends nor feeds the settle.
+        ringing = t - self._last_imp_t < c.settle_window_s + 0.05
+        if s2 < c.settle_level**2:
             if self._below_since is None:
                 self._below_since = t
-            elif t - self._below_since >= c.hold_s:
+            elif t - self._below_since >= c.count_confirm_s:
+                start = self._settle_fit()
                 self.state = "counting"
-                self._count_start = self._below_since
+                self._count_start = start
                 self._count_done_at = None
-                return [stability_event("counting", self._below_since, detected=round(t, 6))]
-        else:
+                return [stability_event("counting", start, detected=round(t, 6))]
+        elif not ringing:
             self._below_since = None
         return []
+
+    def _settle_fit(self) -> float:
+        """The settle time (R-BLOCKOUT-3): the first sample from which S (noise
+        removed) stayed below settle_level, the same crossing the truth takes on the
+        noise-free signal. (Log-linear and smoothed fits of S**2 around it were tried on
+        development seeds and were no better: the error left is the window's
+        signal-noise cross term, correlated over the whole window, which no local fit
+        averages.)"""
+        assert self._below_since is not None
+        return self._below_since
 
     def _counting(self, t: float) -> list[dict[str, Any]]:
         c = self.cfg

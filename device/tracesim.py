@@ -26,9 +26,12 @@ Events:
   degrees), the truth time (R-BLOCKOUT-3: a block leaves the stack). A vertical load
   change shows only as ringing (an accelerometer reads motion), a moment change as a
   tilt step plus ringing; for light blocks both are within the chips' noise. The
-  blocks then fly (from the group's downward speed at departure), land on the base or
-  the table with an impulse ``m v``: a high-frequency ring (80-180 Hz) plus a kick,
-  then bounce (restitution 0.2-0.45); blocks landing on the base stay on it;
+  blocks then fall from their pose at departure (with the downward speed the group's
+  rotation gives each), to where the toppled group lays them: on the base when that
+  is within its 60 mm half-width (always, for a low short group: a block reaches only
+  as far as it is from the edge), else on the table; they land with an impulse
+  ``m v``: a high-frequency ring (80-180 Hz) plus a kick, then bounce (restitution
+  0.2-0.45); blocks landing on the base stay on it;
 - knock: a short table impulse (60-160 Hz ring, tilt unchanged);
 - elbow: the table top tilts by 0.03-0.1 degrees over 0.15-0.4 s, holds, releases.
 
@@ -60,6 +63,8 @@ BLOCK_WIDTH = 0.025  # m, every block's footprint is 25 x 25 mm (table-kit.md)
 WOOD_DENSITY = 550.0  # kg/m^3
 BASE_MASS = 0.35  # kg
 LEVER_BELOW_TOP = 0.04  # m, rocking axis (feet) below the base's top surface
+BASE_HALF = 0.06  # m, half the base's 120 mm side (table-kit.md)
+TABLE_BELOW_TOP = 0.0225  # m, the table's surface below the base's top surface
 
 CHIPS: dict[str, dict[str, Any]] = {
     # noise sigma per axis in m/s^2, LSB in m/s^2, full-scale in m/s^2
@@ -258,7 +263,7 @@ def simulate(seed: int, chip: str | None = None, cfg: StabilityConfig = Stabilit
         if fall not in FALL_KINDS:
             raise ValueError(f"fall must be one of {FALL_KINDS}")
         fall_kind = fall
-    duration = 1.5 + n_place * 9.0 + 4.0
+    duration = 1.5 + max(n_place, 2) * 9.0 + 4.0  # room for a second placement (below)
     sc = _Scene(rng, duration, chip)
 
     sizes = ["small", "medium", "large"]
@@ -282,6 +287,14 @@ def simulate(seed: int, chip: str | None = None, cfg: StabilityConfig = Stabilit
     hands: list[tuple[slice, np.ndarray, np.ndarray]] = []  # the hand's force and moment
     fall_at: float | None = None
     fall_place = rng.randrange(n_place)
+    if fall_kind in ("count", "after") and n0 == 0 and fall_place == 0:
+        # A lone block standing on the flat base cannot topple by itself (its centre of
+        # mass is half a block inside its footprint; only a hand can tip it, a "hold"
+        # fall), and the first block of a stack has no count to fall during
+        # (R-BLOCKOUT-4): an unprovoked fall needs a stack of two or more.
+        if n_place == 1:
+            n_place = 2
+        fall_place = rng.randrange(1, n_place)
 
     def maybe_disturb(t_from: float, t_to: float) -> None:
         """A knock or an elbow somewhere in a quiet stretch, clear of other activity."""
@@ -413,11 +426,12 @@ def simulate(seed: int, chip: str | None = None, cfg: StabilityConfig = Stabilit
 
 
 def _tip(m: float, h_c: float, rho2: float, phi0: float, mu: float, dt: float
-         ) -> tuple[np.ndarray, np.ndarray, float]:
+         ) -> tuple[np.ndarray, np.ndarray, float, float, float]:
     """A rigid group tipping about its support edge from ``phi0`` (rad past balance, at
     rest): returns per-step contact forces on the support, vertical ``N`` (down on the
     support) and horizontal ``F`` (on the support, positive along the fall direction),
-    until the contact force vanishes (the group leaves), and the COM's downward speed then.
+    until the contact force vanishes (the group leaves), the COM's downward speed then, and
+    the group's angle and angular speed at that moment (its pose as it leaves).
 
     Rigid body about a fixed edge: ``rho2 phi'' = g h_c sin phi`` (``rho2 = I_pivot/m``);
     the contact force is ``m (a_com + g)``: ``N = m (g - h_c (phi'' sin phi + phi'^2 cos phi))``,
@@ -446,7 +460,7 @@ def _tip(m: float, h_c: float, rho2: float, phi0: float, mu: float, dt: float
         w += a * dt
         phi += w * dt
     v_down = h_c * w * math.sin(phi)
-    return np.array(ns), np.array(fs), v_down
+    return np.array(ns), np.array(fs), v_down, phi, w
 
 
 def _fall(sc: _Scene, rng: random.Random, stack: list[_Block], t0: float) -> dict[str, Any]:
@@ -472,7 +486,7 @@ def _fall(sc: _Scene, rng: random.Random, stack: list[_Block], t0: float) -> dic
     phi0 = math.exp(rng.uniform(math.log(0.003), math.log(0.03)))
     mu = rng.uniform(0.25, 0.5)
     u = _unit(rng)
-    ns, fs, v_down = _tip(m_f, h_c, inertia / m_f, phi0, mu, sc.dt)
+    ns, fs, v_down, phi_d, w_d = _tip(m_f, h_c, inertia / m_f, phi0, mu, sc.dt)
     t_leave = t0 + len(ns) * sc.dt
     lever = z_s + LEVER_BELOW_TOP
     sl_after = sc.span(t0, sc.n / sc.fs)
@@ -484,15 +498,26 @@ def _fall(sc: _Scene, rng: random.Random, stack: list[_Block], t0: float) -> dic
     sc.force[i0:i1] += ns
     sc.moment[i0:i1] += ns[:, None] * r_f[None, :] + (fs * lever)[:, None] * u[None, :]
     impacts = []
+    half = BLOCK_WIDTH / 2
     for j, b in enumerate(group):
-        # Each block's centre drops to the table from its height, starting with the
-        # group's downward speed at departure.
-        h = b.z + b.height / 2 + 0.01
-        v = math.sqrt(v_down * v_down + 2 * G * h)
-        t_land = t_leave + rng.uniform(0, 0.04) * j + (v - v_down) / G
-        on_base = rng.random() < 0.3
+        # Each block starts from its pose as the group leaves (angle phi_d about the
+        # edge: its centre ``d`` up the group's axis and ``half`` inside the edge), with
+        # the downward speed the rotation gives it, and falls to where the toppled group
+        # lays it: about ``d`` outward of the edge, a little further the higher the
+        # group fell from. Within the base's half-width it lands on the base (lying on a
+        # side, centre ``half`` above it), else on the table TABLE_BELOW_TOP lower. A
+        # short or low group therefore always lands on the base: a block can only fall
+        # as far as it reaches.
+        d = b.z - z_s + b.height / 2
+        x_out = d * math.sin(phi_d) - half * math.cos(phi_d)
+        height = z_s + d * math.cos(phi_d) + half * math.sin(phi_d)
+        v0 = max(0.0, w_d * x_out)
+        r_land = r_f + u * (d + rng.uniform(0.3, 1.0) * z_s)
+        on_base = float(np.linalg.norm(r_land)) < BASE_HALF
+        drop = max(0.0005, height - half + (0.0 if on_base else TABLE_BELOW_TOP))
+        v = math.sqrt(v0 * v0 + 2 * G * drop)
+        t_land = t_leave + rng.uniform(0, 0.04) * j + (v - v0) / G
         gain = rng.uniform(1500, 3000) if on_base else rng.uniform(200, 500)
-        r_land = u * rng.uniform(0.04, 0.055) if on_base else np.zeros(2)
         e = rng.uniform(0.2, 0.45)
         for bounce in range(3):
             p = b.mass * v * (1 + e)
