@@ -30,6 +30,15 @@ def close_pages(browser):
             page.close()
 
 
+def phone_at_seat(browser, server, seat):
+    """A phone on the table's page, seated."""
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(server.url + "/")
+    phone.wait_for_selector(f"#seats button[data-seat={seat}]", timeout=20000)
+    phone.click(f"#seats button[data-seat={seat}]")
+    return phone
+
+
 def verdict(page, cls):
     page.wait_for_selector(f"#verdict.{cls}", timeout=10000)
     return page.text_content("#verdict")
@@ -39,11 +48,8 @@ def test_phone_flow_pick_seat_tap_placement_see_verdict(browser, tmp_path):
     server = Server(FIRST_ROLL, tmp_path / "table.sqlite", speed=0)
     try:
         server.wait_finished()
-        phone = browser.new_page(viewport={"width": 390, "height": 844})
-        phone.goto(server.url + "/")
-        phone.wait_for_selector("#seats button[data-seat=ann]", timeout=20000)
+        phone = phone_at_seat(browser, server, "ann")
         assert phone.locator("#sheets .sheet").count() == 3
-        phone.click("#seats button[data-seat=ann]")
         assert phone.locator("#mysheet .sq").count() == 70
         # The roll and which die ann may take.
         phone.wait_for_selector("#dice .die[data-die=white][data-face=w3]")
@@ -79,10 +85,7 @@ def test_phone_flow_pick_seat_tap_placement_see_verdict(browser, tmp_path):
         assert phone.locator("#mysheet .sq.sel, #mysheet .sq.circ").count() == 0, "the selection is cleared"
 
         # A second phone: ben sees ann's sheet live, takes ann's die and must draw a cross (R-BLOXX-5).
-        other = browser.new_page(viewport={"width": 390, "height": 844})
-        other.goto(server.url + "/")
-        other.wait_for_selector("#seats button[data-seat=ben]")
-        other.click("#seats button[data-seat=ben]")
+        other = phone_at_seat(browser, server, "ben")
         other.wait_for_selector(f"{ann} .sq.o[data-r='8'][data-c='0']")
         assert "cross" in other.text_content("#dice .die[data-die=white]")
         other.fill("#pin", PIN)
@@ -128,10 +131,7 @@ def test_phone_sends_a_photo_of_the_paper_sheet_and_sees_the_verdict(browser, tm
     server = Server(FIRST_ROLL, tmp_path / "table.sqlite", speed=0)
     try:
         server.wait_finished()
-        phone = browser.new_page(viewport={"width": 390, "height": 844})
-        phone.goto(server.url + "/")
-        phone.wait_for_selector("#seats button[data-seat=ann]", timeout=20000)
-        phone.click("#seats button[data-seat=ann]")
+        phone = phone_at_seat(browser, server, "ann")
         phone.fill("#pin", PIN)
         phone.set_input_files("#upload", files=[{"name": "sheet.jpg", "mimeType": "image/jpeg", "buffer": photo}])
         text = verdict(phone, "ok")
