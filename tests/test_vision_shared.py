@@ -13,7 +13,7 @@ from vision.board import BoardView, sample
 from vision.colours import ColourModel, FrameBalance, bgr_to_linear, lab, lab_to_linear
 from vision.evaluate import calibration_from_dir, read_image
 from vision.hands import HandDetector
-from vision.motion import StabilityGate
+from vision.motion import StabilityGate, lores_grey
 
 FIX = Path(__file__).parent / "fixtures" / "blox"
 
@@ -45,6 +45,31 @@ def test_stability_gate_needs_stillness_for_the_configured_time():
     assert not gate.update(moved, 3.5, blocked=True).stable  # a hand blocks it
     assert not gate.update(moved, 4.25).stable
     assert gate.update(moved, 5.3).stable
+
+
+def test_a_consistent_reading_tolerates_shivering_but_not_an_arm_reaching_in():
+    """With the same reading as before, scattered small changes (pieces shivering) keep the
+    clock running; one solid changed region of the same size (an arm beside the board)
+    restarts it."""
+    grey = np.full((90, 160), 120, np.uint8)
+
+    def gate_after(changed: np.ndarray) -> bool:
+        gate = StabilityGate(0.5)
+        for i in range(4):
+            gate.update(grey, i * 0.25)
+        return gate.update(changed, 1.0, consistent=True).moving
+
+    shiver = grey.copy()
+    shiver[10:80:14, 20:140:24] = 200  # isolated pixels, as edges of pieces that moved a hair
+    arm = grey.copy()
+    arm[30:42, 60:72] = 200  # one 12 x 12 blob
+    # Both change 1-2% of the gate's low-resolution copy: over max_changed, under
+    # max_changed_consistent.
+    for img in (shiver, arm):
+        frac = np.mean(np.abs(lores_grey(img) - lores_grey(grey)) > 4)
+        assert 0.01 < frac < 0.02
+    assert not gate_after(shiver)
+    assert gate_after(arm)
 
 
 def test_lab_round_trip_and_sampling_outside_frame_is_nan():

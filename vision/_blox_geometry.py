@@ -11,6 +11,10 @@ coloured top; the clear figure body lets the space show through) and the probe g
 *label*: what it would see. Probes near an edge between two surfaces, by less than
 the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
 placement jitter never decides anything.
+A side face seen at a grazing angle moves far in the image when its block sits off
+centre: a side probe whose ray would leave its level's face if the face moved
+``SIDE_TOL`` mm along its normal gets the small weight ``WEAK_SIDE_WEIGHT`` (``e_w``);
+every other entry weighs 1.
 
 Occlusion between cells: for every probe and every cell nearer the camera's nadir
 (only such a cell can stand between the camera and what the probe looks at), the
@@ -37,6 +41,10 @@ G_LEVEL0 = 4  # + level - 1
 N_GTYPES = 9
 EMPTY, FIGURE = 0, 6  # hypothesis ids; 1..5 are towers of that height
 N_HYP = 7
+#: how far (mm, along its normal) a block's side face may sit from its nominal place
+#: without a side probe seeing another level (placement jitter, table-kit.md)
+SIDE_TOL = 1.0
+WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
 
 
 @dataclass
@@ -57,6 +65,7 @@ class BloxGeometry:
     cell_probes: np.ndarray  # (n*n,) probe count per cell
     centre_xy: np.ndarray  # (N,2) board mm (cell centre) of each probe, for the light field
     px_per_mm: float
+    e_w: np.ndarray | None = None  # weight of each entry (side probes that placement jitter may spoil: less)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +135,10 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
             faces.append((nx, ny))
     for h in range(1, hmax + 1):
         z = -h * bh
-        pts += [(cx + 0.7 * chip_r * np.cos(a), cy + 0.7 * chip_r * np.sin(a), z - chip_t) for a in ang]
+        # The chip is the surest sign of a tower and of its height: a dense ring on it,
+        # outside its printed value and inside its edge however the top block sits.
+        pts += [(cx + 0.72 * chip_r * np.cos(a + o), cy + 0.72 * chip_r * np.sin(a + o), z - chip_t)
+                for o in (0.0, np.pi / 8) for a in ang]
         pts += [(cx + a, cy + b, z) for a, b in corners]
         for nx, ny in faces:
             for lat in (-0.45 * half, 0.45 * half):
@@ -144,9 +156,10 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
     return view.project(np.array(pts, float))
 
 
-def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
+def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None) -> BloxGeometry:
     kit: Kit = view.kit
     b = kit.blox
+    side_tol = SIDE_TOL if side_tol is None else side_tol
     n, s = b.spaces, b.space_mm
     half = b.block.footprint_mm / 2
     bh = b.block.height_mm
@@ -166,7 +179,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
     infl = half + jitter  # footprint grown by the jitter: what a neighbour may cover
 
     px_l, cell_l, orient_l, cxy_l = [], [], [], []
-    e_p, e_src, e_group = [], [], []
+    e_p, e_src, e_group, e_w = [], [], [], []
     counts = np.zeros(n * n, int)
     base = 0
     W, H = view.intr.width, view.intr.height
@@ -190,7 +203,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
             board_src = np.where(own, OWN, UNKNOWN)
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
-            labels: list[tuple[np.ndarray, np.ndarray]] = [(board_src, board_g)]
+            ones = np.ones(N, np.float32)
+            labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(board_src, board_g, ones)]
             for h in range(1, hmax + 1):
                 src = board_src.copy()
                 grp = board_g.copy()
@@ -215,11 +229,19 @@ def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
                 lateral = np.where((face == 1) | (face == 3), np.abs(lx), np.abs(ly))
                 level = np.clip(np.floor(lz / bh).astype(int) + 1, 1, h)
                 within = lz - (level - 1) * bh
+                # A side face seen at a grazing angle moves a long way in the image when its
+                # block sits a little off centre: keep the probes whose ray stays on this
+                # level's face while the face moves by up to side_tol mm along its normal.
+                k_n = np.where((face == 1) | (face == 3), np.abs(d[:, 1]), np.abs(d[:, 0])) / np.maximum(d[:, 2], 1e-6)
+                # The others still count, with a small weight: they decide a level no
+                # robust probe sees, at the low confidence such a reading deserves.
+                robust = np.minimum(within, bh - within) * k_n >= side_tol
                 side = box_first & (face > 0) & (lateral <= half - m_edge) & (within >= 2.0) & (within <= bh - 2.0)
+                wts = np.where(side & ~robust, np.float32(WEAK_SIDE_WEIGHT), np.float32(1.0)).astype(np.float32)
                 src[side] = BLK_SIDE
                 grp[side] = G_LEVEL0 + level[side] - 1
                 orient = np.where(side, face - 1, orient)
-                labels.append((src, grp))
+                labels.append((src, grp, wts))
             # Figure: the coloured top; rays through the clear body reach the board.
             src = board_src.copy()
             grp = board_g.copy()
@@ -242,9 +264,10 @@ def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
             grp[cap] = G_FIG
             src[fside] = FIG_SIDE
             grp[fside] = G_FIG
-            labels.insert(FIGURE, (src, grp))
-            for hyp, (src, grp) in enumerate(labels):
+            labels.insert(FIGURE, (src, grp, ones))
+            for hyp, (src, grp, wts) in enumerate(labels):
                 e_p.append(base + np.arange(N))
+                e_w.append(wts)
                 e_src.append(src)
                 e_group.append((k * N_HYP + hyp) * N_GTYPES + grp)
             px_l.append(pts)
@@ -303,5 +326,5 @@ def build(view: BoardView, *, probes_per_cell: int = 0) -> BloxGeometry:
         np.concatenate(pair_cell).astype(np.int32) if pair_cell else np.zeros(0, np.int32),
         np.concatenate(pair_mm).astype(np.float32) if pair_mm else np.zeros(0, np.float32),
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
-        np.concatenate(cxy_l), px_per_mm,
+        np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32),
     )

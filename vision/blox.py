@@ -17,20 +17,28 @@ How a frame is read (issue 8):
    colour, the chip, the best block colour *per level*, the best figure colour), or a
    fixed cost where the hypothesis predicts nothing known (another cell's square, an
    edge). So the tower height follows from geometry: where the chip and the top face
-   are, how far the side faces reach.
+   are, how far the side faces reach. A space's probe may also be explained by a glare
+   spot (the space's colour plus white light), at a price. Each free colour choice of a
+   hypothesis (a figure, every tower level) costs a little too, so that a cell with
+   little visible evidence does not become a piece by fitting noise.
 5. Occlusion between cells: cells are decided in order of distance from the camera's
    nadir (only nearer cells can hide farther ones); a probe whose ray passes over a
    nearer cell whose decided solid is tall enough is not used for the farther cell. The
    scoring is vectorised over all cells and repeated until the decisions no longer
-   change what is hidden (two or three rounds).
+   change what is hidden (two or three rounds). A cell a nearer tower hides (too little
+   of its square or of its decided piece visible) is read from what is left of it when
+   that decides it (posterior >= ``HIDDEN_MIN_CONF``), and reported occluded otherwise.
 6. Side faces are darker than top faces by a factor that depends on the light. It is
    measured per frame and per face orientation from the towers themselves (a tower's
    top block shows its top face and its side faces in the same colour), then block
-   colours are classified with it.
+   colours are classified with it. Side probes that the blocks' placement jitter may
+   move onto another level (a face seen at a grazing angle) count with a small weight
+   (:mod:`vision._blox_geometry`): a level only they see is read at low confidence.
 
 Stability (:mod:`vision.motion`): a frame is ``stable`` only when no hand is seen, no
-cell is occluded and the low-resolution motion gate has seen the scene still for
-``stable_seconds``; a frame read exactly like the previous one tolerates a moderate
+cell is occluded by a hand and the low-resolution motion gate has seen the scene still
+for ``stable_seconds`` (a cell hidden behind a tower for good does not stop commits:
+the referee keeps an occluded cell's committed content); a frame read exactly like the previous one tolerates a moderate
 pixel change (pieces shivering) without restarting the clock.
 
 Confidence per cell (extra field ``cell_confidence``, 9x9, ``null`` for occluded cells)
@@ -49,7 +57,7 @@ import numpy as np
 
 from vision import _blox_geometry as geo_mod
 from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN,
-                                   N_GTYPES, N_HYP, N_SRC, BloxGeometry)
+                                   FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, UNKNOWN, BloxGeometry)
 from vision.board import BoardView, sample
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
 from vision.hands import HandDetector
@@ -64,6 +72,12 @@ TEMPERATURE = 3.0  # probes are correlated (blur, JPEG): posterior temperature o
 COLOUR_TEMPERATURE = 2.0
 DEFAULT_SIDE_SHADE = 0.55
 HAND_CELL_COVER = 0.03  # a cell whose square is this much under a hand is occluded
+GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
+PIECE_PRIOR = 1.5  # cost of any piece on a space (probe cost units): empty spaces are the rule
+LEVEL_PRIOR = 1.0  # cost of each free colour choice (a tower level, a figure)
+MIN_LEVEL_WEIGHT = 0.3  # a level seen by less probe weight than this is not read (repeats the one above)
+MIN_OWN_VISIBLE = 6  # probes of a cell's decided hypothesis that must be seen ...
+HIDDEN_MIN_CONF = 0.9  # ... unless the visible evidence decides it with this posterior
 
 
 #: motion is watched over the board plus this fraction of its width on every side
@@ -109,6 +123,10 @@ class Recognizer:
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
         self._prev_cells: list | None = None
+        # Each free colour choice (a figure's, every level's) lets a hypothesis fit noise:
+        # it is paid for, so little evidence (a cell mostly hidden) does not make a piece.
+        self._hyp_prior = np.array([0.0] + [PIECE_PRIOR + LEVEL_PRIOR * h for h in range(1, N_HYP - 1)]
+                                   + [PIECE_PRIOR + LEVEL_PRIOR])
 
     # ------------------------------------------------------------------ geometry
     def geometry(self) -> BloxGeometry:
@@ -119,6 +137,19 @@ class Recognizer:
             g.e_hyp = (g.e_group // N_GTYPES) % N_HYP  # type: ignore[attr-defined]
             g.e_gtype = g.e_group % N_GTYPES  # type: ignore[attr-defined]
             g.e_idx = g.e_p.astype(np.int64) * N_SRC + g.e_src  # type: ignore[attr-defined]
+            # Entries by the kind of cost they add: a constant (UNKNOWN), one colour
+            # (the space, the chip), or one of four (a figure's or a level's colour); each
+            # kind is summed on its own so the constant and single ones cost one pass.
+            kind = np.where(g.e_src == UNKNOWN, 0, np.where(np.isin(g.e_src, (OWN, CHIP, OWN_BODY)), 1, 2))
+            g.kind_ent = [np.nonzero(kind == j)[0] for j in range(3)]  # type: ignore[attr-defined]
+            g.kind_start = [np.searchsorted(g.e_cell[e], np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
+                            for e in g.kind_ent]  # type: ignore[attr-defined]
+            g.chip_ent = np.nonzero(g.e_src == CHIP)[0]  # type: ignore[attr-defined]
+            # Robust block probes of each height's top level (the side-shade estimate).
+            g.shade_ent = np.nonzero(np.isin(g.e_src, (BLK_TOP, BLK_SIDE)) & (g.e_w >= 1.0)  # type: ignore[attr-defined]
+                                     & (g.e_gtype == G_LEVEL0 + g.e_hyp - 1))[0]
+            # The probes each source is read at (sorted): only those are costed.
+            g.src_probes = [np.unique(g.e_p[g.e_src == k]) for k in range(N_SRC)]  # type: ignore[attr-defined]
             # Entries are stored cell by cell: where each cell's run starts.
             g.e_start = np.searchsorted(g.e_cell, np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
             s = self.kit.blox.space_mm
@@ -128,26 +159,46 @@ class Recognizer:
         return self._geo
 
     # ------------------------------------------------------------------- costs
-    def _side_lab(self, lin_n: np.ndarray, g: BloxGeometry) -> np.ndarray:
-        shade = np.where(g.orient >= 0, self.side_shade[np.clip(g.orient, 0, 3)], DEFAULT_SIDE_SHADE)
-        return lab(lin_n / shade[:, None])
+    def _side_lab(self, lin_n: np.ndarray, g: BloxGeometry, idx: np.ndarray) -> np.ndarray:
+        """CIELAB of the probes ``idx`` (side probes) with the side faces' shading undone."""
+        o = g.orient[idx]
+        shade = np.where(o >= 0, self.side_shade[np.clip(o, 0, 3)], DEFAULT_SIDE_SHADE).astype(np.float32)
+        return lab(lin_n[idx] / shade[:, None])
 
-    def _probe_costs(self, lab_top: np.ndarray, lab_side: np.ndarray, g: BloxGeometry) -> np.ndarray:
-        """Per probe and source, the cost of each of (up to) four candidate colours: (N*7, 4)."""
+    def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        """Per source and probe, the cost of each of (up to) four candidate colours:
+        (4, N * N_SRC), column ``probe * N_SRC + source``. Only the probes some entry
+        reads with a source are costed for it (the others keep the cap, never read)."""
         N = len(lab_top)
-        Q = np.empty((N, N_SRC, 4), np.float32)
-        Q[:, 0, :] = UNKNOWN_COST
-        own2 = _shaded_sqdist(lab_top, self._space_lab_flat[g.cell])
-        Q[:, 1, :] = self._cost2(own2)[:, None]
-        Q[:, 7, :] = self._cost2(own2, SIGMA_BODY)[:, None]
+        Q = np.full((4, N, N_SRC), np.float32(CAP), np.float32)
+        Q[:, :, UNKNOWN] = UNKNOWN_COST
+        sp = g.src_probes  # type: ignore[attr-defined]
+        own_p = sp[OWN]
+        own2 = _shaded_sqdist(lab_top[own_p], self._space_lab_flat[g.cell[own_p]])
+        # A glare spot on glossy print adds white light to a space: explained too, at a
+        # price, so a glare spot is no white block and a white block no glare spot.
+        price = np.float32(GLARE_PENALTY * 2 * SIGMA * SIGMA)
+        worse = np.nonzero(own2 > price)[0]  # only there can a glare spot explain it better
+        if len(worse):
+            wp = own_p[worse]
+            glare2 = _glare_sqdist(lin_n[wp], self._space_lin_flat[g.cell[wp]], lab_top[wp])
+            own2[worse] = np.minimum(own2[worse], glare2 + price)
+        Q[:, own_p, OWN] = self._cost2(own2)[None, :]
+        body_p = sp[OWN_BODY]  # a subset of the own-square probes
+        Q[:, body_p, OWN_BODY] = self._cost2(own2[np.searchsorted(own_p, body_p)], SIGMA_BODY)[None, :]
         # Chip and figures are compared with the kit's nominal colours: a looser scale.
-        Q[:, 2, :] = self._cost2(_sqdist(lab_top, self._chip_lab[None]), SIGMA_NOMINAL)[:, 0][:, None]
-        Q[:, 3, :] = self._cost2(_sqdist(lab_top, self._fig_lab), SIGMA_NOMINAL)
+        p = sp[CHIP]
+        Q[:, p, CHIP] = self._cost2(_sqdist(lab_top[p], self._chip_lab[None]), SIGMA_NOMINAL)[:, 0][None, :]
+        p = sp[FIG_CAP]
+        Q[:, p, FIG_CAP] = self._cost2(_sqdist(lab_top[p], self._fig_lab), SIGMA_NOMINAL).T
+        p = sp[FIG_SIDE]
         wts = np.array([0.3, 1.0, 1.0], np.float32)
-        Q[:, 4, :] = self._cost2(_sqdist(lab_top * wts, self._fig_lab * wts), SIGMA_NOMINAL)
-        Q[:, 5, :] = self._cost2(_sqdist(lab_top, self._block_lab))
-        Q[:, 6, :] = self._cost2(_sqdist(lab_side, self._block_lab))
-        return np.ascontiguousarray(Q.reshape(N * N_SRC, 4).T)
+        Q[:, p, FIG_SIDE] = self._cost2(_sqdist(lab_top[p] * wts, self._fig_lab * wts), SIGMA_NOMINAL).T
+        p = sp[BLK_TOP]
+        Q[:, p, BLK_TOP] = self._cost2(_sqdist(lab_top[p], self._block_lab)).T
+        p = sp[BLK_SIDE]
+        Q[:, p, BLK_SIDE] = self._cost2(_sqdist(self._side_lab(lin_n, g, p), self._block_lab)).T
+        return Q.reshape(4, N * N_SRC)
 
     @staticmethod
     def _cost2(d2: np.ndarray, sigma: float = SIGMA) -> np.ndarray:
@@ -158,14 +209,6 @@ class Recognizer:
         """Hypothesis costs (cells, N_HYP), group sums (cells, N_HYP, N_GTYPES, 4) and counts.
 
         With ``cells`` (and the previous result ``prev``) only those cells are rescored."""
-        if cells is None:
-            sel = visible[g.e_p]
-            idx, grp = g.e_idx[sel], g.e_group[sel]
-        else:
-            rng = np.concatenate([np.arange(g.e_start[k], g.e_start[k + 1]) for k in cells])
-            sel = rng[visible[g.e_p[rng]]]
-            idx, grp = g.e_idx[sel], g.e_group[sel]
-        c4 = Q[:, idx]
         size = self.n * self.n * N_HYP * N_GTYPES
         if prev is None:
             S = np.zeros((size, 4))
@@ -177,13 +220,27 @@ class Recognizer:
                 a, b = k * N_HYP * N_GTYPES, (k + 1) * N_HYP * N_GTYPES
                 S[a:b] = 0
                 cnt[a:b] = 0
-        for j in range(4):
-            S[:, j] += np.bincount(grp, weights=c4[j], minlength=size)
-        cnt += np.bincount(grp, minlength=size)
+        for kind in range(3):
+            ent = g.kind_ent[kind]  # type: ignore[attr-defined]
+            if cells is not None:
+                st = g.kind_start[kind]  # type: ignore[attr-defined]
+                ent = ent[np.concatenate([np.arange(st[k], st[k + 1]) for k in cells])]
+            ent = ent[visible[g.e_p[ent]]]
+            grp, w = g.e_group[ent], g.e_w[ent]
+            c = np.bincount(grp, weights=w, minlength=size)
+            cnt += c
+            if kind == 0:
+                S += (UNKNOWN_COST * c)[:, None]
+            elif kind == 1:
+                S += np.bincount(grp, weights=Q[0, g.e_idx[ent]] * w, minlength=size)[:, None]
+            else:
+                c4 = Q[:, g.e_idx[ent]] * w[None, :]
+                for j in range(4):
+                    S[:, j] += np.bincount(grp, weights=c4[j], minlength=size)
         S = S.reshape(self.n * self.n, N_HYP, N_GTYPES, 4)
         cnt = cnt.reshape(self.n * self.n, N_HYP, N_GTYPES)
         cost = S[:, :, G_UNKNOWN, 0] + S[:, :, G_OWN, 0] + S[:, :, G_CHIP, 0] + S[:, :, G_FIG, :].min(axis=2)
-        cost = cost + S[:, :, G_LEVEL0:, :].min(axis=3).sum(axis=2)
+        cost = cost + S[:, :, G_LEVEL0:, :].min(axis=3).sum(axis=2) + self._hyp_prior[None, :]
         return cost, S, cnt
 
     @staticmethod
@@ -220,8 +277,9 @@ class Recognizer:
         """The chips' colour as seen on this table: the kit gives only a nominal colour
         (the survey cannot see chips), so it is learnt from the chips of the towers
         read, kept only when near the nominal one. Returns how far it moved (dE)."""
-        sel = (decision[g.e_cell] == g.e_hyp) & visible[g.e_p] & (g.e_src == CHIP)
-        if sel.sum() < 12:
+        ent = g.chip_ent  # type: ignore[attr-defined]
+        sel = ent[(decision[g.e_cell[ent]] == g.e_hyp[ent]) & visible[g.e_p[ent]]]
+        if len(sel) < 12:
             return 0.0
         med = np.median(lab_top[g.e_p[sel]], axis=0)
         nominal = self.colours.refs["chip"]
@@ -237,9 +295,9 @@ class Recognizer:
                              g: BloxGeometry) -> None:
         """Side-face shading per orientation: a tower's top block shows its top face and
         its side faces in one colour, so their luminance ratio is the shading."""
-        sel = (decision[g.e_cell] == g.e_hyp) & visible[g.e_p] & (decision[g.e_cell] >= 1) & (decision[g.e_cell] <= 5)
-        sel &= g.e_gtype == (G_LEVEL0 + decision[g.e_cell] - 1)
-        if not sel.any():
+        ent = g.shade_ent  # type: ignore[attr-defined]
+        sel = ent[(decision[g.e_cell[ent]] == g.e_hyp[ent]) & visible[g.e_p[ent]]]
+        if not len(sel):
             return
         p = g.e_p[sel]
         cell = g.e_cell[sel]
@@ -295,7 +353,7 @@ class Recognizer:
         cover = hands.cell_cover.reshape(-1) if hands.cell_cover is not None else np.zeros(n * n)
         hand_cells = cover >= HAND_CELL_COVER
 
-        Q = self._probe_costs(lab_top, self._side_lab(lin_n, g), g)
+        Q = self._probe_costs(lab_top, lin_n, g)
         decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
@@ -303,7 +361,7 @@ class Recognizer:
             moved = self._learn_chip(lab_top, visible, decision, g)
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
-                Q = self._probe_costs(lab_top, self._side_lab(lin_n, g), g)
+                Q = self._probe_costs(lab_top, lin_n, g)
                 decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
@@ -316,14 +374,24 @@ class Recognizer:
             hid = np.bincount(g.e_cell[relevant], weights=under[g.e_p[relevant]].astype(float), minlength=n * n)
             hand_hidden = hid / np.maximum(tot, 1)
         own_visible = cnt[np.arange(n * n), decision, :].sum(axis=1) - cnt[np.arange(n * n), decision, G_UNKNOWN]
-        occluded_flat = hand_cells | (hand_hidden >= 0.2) | (own_visible < 6)
+        hand_occ = hand_cells | (hand_hidden >= 0.2)
+        # A cell hidden behind nearer pieces is read from what remains visible; it is
+        # reported occluded only when that evidence does not decide it (below).
+        square_visible = cnt[:, EMPTY, G_OWN]
+        hidden_cell = (own_visible < MIN_OWN_VISIBLE) | (square_visible < MIN_OWN_VISIBLE)
 
+        # Colour choices of every group of the decided hypotheses, at once.
+        ks = np.arange(n * n)
+        S_dec = S[ks, decision]  # (cells, N_GTYPES, 4)
+        best = np.argmin(S_dec, axis=2)
+        col_conf = confidence_from_costs(S_dec / COLOUR_TEMPERATURE, 1.0)
+        seen_w = cnt[ks, decision]
         cells: list[list[Any]] = [[None] * n for _ in range(n)]
         conf = np.zeros((n, n))
         occluded: list[list[int]] = []
         for k in range(n * n):
             r, c = divmod(k, n)
-            if occluded_flat[k]:
+            if hand_occ[k]:
                 occluded.append([r, c])
                 conf[r, c] = np.nan
                 continue
@@ -332,31 +400,36 @@ class Recognizer:
             if h == EMPTY:
                 cells[r][c] = None
             elif h == FIGURE:
-                sums = S[k, h, G_FIG]
-                j = int(np.argmin(sums))
-                cc = min(cc, float(confidence_from_costs(sums / COLOUR_TEMPERATURE, 1.0)))
-                cells[r][c] = {"figure": self.players[j]}
+                cc = min(cc, float(col_conf[k, G_FIG]))
+                cells[r][c] = {"figure": self.players[int(best[k, G_FIG])]}
             else:
                 tower: list[str] = []
                 confs: list[float] = []
                 for level in range(h, 0, -1):  # top down: an unseen level repeats the one above
-                    sums = S[k, h, G_LEVEL0 + level - 1]
-                    if cnt[k, h, G_LEVEL0 + level - 1] < 2:
-                        tower.append(tower[-1] if tower else self.blocks[int(np.argmin(sums))])
+                    gt = G_LEVEL0 + level - 1
+                    if seen_w[k, gt] < MIN_LEVEL_WEIGHT:
+                        tower.append(tower[-1] if tower else self.blocks[int(best[k, gt])])
                         confs.append(1.0 / len(self.blocks))
                         continue
-                    tower.append(self.blocks[int(np.argmin(sums))])
-                    confs.append(float(confidence_from_costs(sums / COLOUR_TEMPERATURE, 1.0)))
+                    tower.append(self.blocks[int(best[k, gt])])
+                    confs.append(float(col_conf[k, gt]))
                 tower.reverse()
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
+            if hidden_cell[k] and hyp_conf[k] < HIDDEN_MIN_CONF:
+                cells[r][c] = None
+                occluded.append([r, c])
+                conf[r, c] = np.nan
+                continue
             conf[r, c] = cc
-        same = self._prev_cells is not None and self._prev_cells == cells and not occluded
+        same = self._prev_cells is not None and self._prev_cells == cells
         self._prev_cells = cells
-        motion = self._motion(frame_bgr, t, lores, blocked=hands.any or bool(occluded), consistent=same)
-        stable = bool(motion.stable and not hands.any and not occluded)
+        motion = self._motion(frame_bgr, t, lores, blocked=hands.any or bool(hand_occ.any()), consistent=same)
+        # Only hands block a commit: a cell a tall tower hides for good must not stop the
+        # game (the referee keeps an occluded or doubtful cell's committed content).
+        stable = bool(motion.stable and not hands.any and not hand_occ.any())
         self.last = {"decision": decision.reshape(n, n), "hyp_conf": hyp_conf.reshape(n, n), "balance": balance,
-                     "hands": hands, "side_shade": self.side_shade.copy(), "motion": motion, "pose": check.status.value}
+                     "hands": hands, "side_shade": self.side_shade.copy(), "counts": cnt[np.arange(n * n), decision], "motion": motion, "pose": check.status.value}
         return self._observation(index, t, stable, occluded, cells, conf,
                                  extra={"pose": check.status.value} if check.status.value != "ok" else None)
 
@@ -445,6 +518,24 @@ def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float
     v[:, 0] += 16
     u = np.clip((o * v).sum(axis=1) / np.maximum((v * v).sum(axis=1), 1e-6), lo, hi)
     d = o - u[:, None] * v
+    return (d * d).sum(axis=1)
+
+
+def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray) -> np.ndarray:
+    """Squared CIELAB distance from ``obs`` to its reference seen under shading u and
+    added white light w (a glare spot): ``u * ref + w``, u and w >= 0 fitted per row in
+    linear light (least squares, u kept in the shading range of :func:`_shaded_sqdist`)."""
+    o = np.asarray(obs_lin, np.float32)
+    r = np.asarray(ref_lin, np.float32)
+    rr = (r * r).sum(axis=1)
+    rs = r.sum(axis=1)
+    ro = (r * o).sum(axis=1)
+    so = o.sum(axis=1)
+    det = np.maximum(3 * rr - rs * rs, np.float32(1e-8))
+    u = np.clip((3 * ro - rs * so) / det, 0.24, 1.1)
+    w = np.maximum((so - u * rs) / 3, 0)
+    pred = r * u[:, None] + w[:, None]
+    d = lab(pred) - obs_lab
     return (d * d).sum(axis=1)
 
 

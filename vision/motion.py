@@ -47,12 +47,14 @@ class StabilityGate:
     """``stable`` only after the scene has been still for ``stable_seconds``."""
 
     def __init__(self, stable_seconds: float = 1.0, *, max_changed: float = 0.002, width: int = 160,
-                 floor: float = 4.0, noise_factor: float = 4.0, max_changed_consistent: float = 0.02) -> None:
+                 floor: float = 4.0, noise_factor: float = 4.0, max_changed_consistent: float = 0.02,
+                 max_blob_consistent: float = 0.002) -> None:
         if stable_seconds < 0:
             raise ValueError("stable_seconds must be >= 0")
         self.stable_seconds = float(stable_seconds)
         self.max_changed = max_changed
         self.max_changed_consistent = max_changed_consistent
+        self.max_blob_consistent = max_blob_consistent
         self.width = width
         self.floor = floor
         self.noise_factor = noise_factor
@@ -71,8 +73,9 @@ class StabilityGate:
         stands on it); ``blocked``: the caller saw a hand or lost the board;
         ``consistent``: the caller read exactly the same scene as in the previous
         frame. Then a moderate change (under ``max_changed_consistent``: pieces
-        shivering on a wobbly table, a flicker of light) does not restart the clock;
-        a large one (an arm sweeping in) still does."""
+        shivering on a wobbly table, a flicker of light) does not restart the clock,
+        unless it is one solid region larger than ``max_blob_consistent`` of the watched
+        area (an arm reaching in beside the board); a large one always does."""
         if lores is not None:
             small = lores_grey(lores, self.width) if lores.shape[1] != self.width or lores.ndim == 3 else lores.astype(np.float32)
         else:
@@ -92,6 +95,10 @@ class StabilityGate:
                 thr = max(self.floor, self.noise_factor * max(self._noise, 0.25))
                 changed = float(np.mean(vals > thr))
                 moving = changed > (self.max_changed_consistent if consistent else self.max_changed)
+                if consistent and not moving and changed > self.max_changed:
+                    # Shivering pieces change thin scattered edges; an arm reaching in (still
+                    # beside the board) changes one solid region: that is motion all the same.
+                    moving = self._largest_blob(diff > thr, roi) > self.max_blob_consistent * vals.size
                 if not moving:
                     # Track the noise level only on still frames.
                     self._noise = 0.8 * self._noise + 0.2 * max(med * 1.5, 0.25)
@@ -106,3 +113,11 @@ class StabilityGate:
         stable = (not moving and not blocked and self._still_since is not None
                   and still_for + 1e-9 >= self.stable_seconds)
         return Motion(moving, changed, still_for, stable)
+
+    @staticmethod
+    def _largest_blob(changed: np.ndarray, roi: np.ndarray | None) -> int:
+        """Pixels of the largest changed region after an opening (thin edges drop out)."""
+        m = changed if roi is None or roi.shape != changed.shape else changed & roi
+        m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        count, _, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
+        return int(stats[1:, cv2.CC_STAT_AREA].max()) if count > 1 else 0

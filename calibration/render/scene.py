@@ -289,6 +289,7 @@ class Face:
     normal: np.ndarray
     rgb: np.ndarray  # linear
     alpha: float = 1.0
+    label: tuple | None = None  # (centre (3,), text, diameter mm) printed on this face (a chip's value)
 
 
 def _rot2(angle_deg: float) -> np.ndarray:
@@ -336,7 +337,8 @@ def _drifted(rgb: tuple, name: str, drift: dict) -> np.ndarray:
 
 
 def blox_solids(kit: Kit, state: dict, drift: dict, rng: np.random.Generator) -> tuple[list[Face], list[tuple]]:
-    """Faces of towers (with point chips) and figures, and text labels (chip values)."""
+    """Faces of towers (with point chips) and figures, and text labels to draw after them
+    (none for Blox: a chip's value travels with its top face, ``Face.label``)."""
     b = kit.blox
     faces: list[Face] = []
     labels: list[tuple] = []
@@ -353,9 +355,13 @@ def blox_solids(kit: Kit, state: dict, drift: dict, rng: np.random.Generator) ->
                     faces += box_faces(cx0 + dx, cy0 + dy, z, b.block.footprint_mm, b.block.footprint_mm,
                                        b.block.height_mm - 0.3, ang, _drifted(b.colors[color], color, drift))
                     z -= b.block.height_mm
-                faces += prism_faces(cx0, cy0, z, b.chip.diameter_mm / 2, b.chip.thickness_mm,
-                                     _drifted(b.chip.color, "chip", drift))
-                labels.append((np.array([cx0, cy0, z - b.chip.thickness_mm]), str(len(cell["tower"])), b.chip.diameter_mm))
+                chip = prism_faces(cx0, cy0, z, b.chip.diameter_mm / 2, b.chip.thickness_mm,
+                                   _drifted(b.chip.color, "chip", drift))
+                # The value is printed on the chip's top: drawn with that face, so a nearer
+                # tower hides it as it hides the chip, and in the chip's plane (foreshortened).
+                chip[0].label = (np.array([cx0, cy0, z - b.chip.thickness_mm]), str(len(cell["tower"])),
+                                 b.chip.diameter_mm)
+                faces += chip
             elif "figure" in cell:
                 f = b.figure
                 color = cell["figure"]
@@ -642,6 +648,8 @@ def _draw_faces(view: View, canvas: np.ndarray, faces: list[Face], cond: Conditi
         poly = np.round(p * 16).astype(np.int32)
         if f.alpha >= 1:
             cv2.fillConvexPoly(canvas, poly, col.tolist(), cv2.LINE_8, 4)
+            if f.label is not None:
+                _draw_label(view, canvas, *f.label)
             continue
         x0, y0 = np.floor(p.min(axis=0)).astype(int) - 1
         x1, y1 = np.ceil(p.max(axis=0)).astype(int) + 2
@@ -655,15 +663,34 @@ def _draw_faces(view: View, canvas: np.ndarray, faces: list[Face], cond: Conditi
 
 
 def _draw_label(view: View, canvas: np.ndarray, pos: np.ndarray, text: str, dia: float) -> None:
-    c = view.to_canvas(view.project(pos[None]))[0]
-    edge = view.to_canvas(view.project((pos + [dia / 2, 0, 0])[None]))[0]
-    size = np.linalg.norm(edge - c) * 1.1
+    """Dark print of ``text`` on the horizontal plane through ``pos`` (board frame), glyph
+    height 0.55 of ``dia``: drawn on a flat patch in that plane and mapped into the image
+    with the plane's homography, so it is foreshortened like the chip it is printed on."""
+    res = 8.0  # patch px per mm
+    n = int(round(dia * res))
+    patch = np.zeros((n, n), np.uint8)
     font = cv2.FONT_HERSHEY_SIMPLEX
+    size = 0.55 * dia * res
     (w, h), _ = cv2.getTextSize(text, font, 1.0, 1)
     scale = size / h
     th = max(1, int(size / 6))
     (w, h), _ = cv2.getTextSize(text, font, scale, th)
-    cv2.putText(canvas, text, (int(c[0] - w / 2), int(c[1] + h / 2)), font, scale, (0.03, 0.03, 0.03), th, cv2.LINE_8)
+    cv2.putText(patch, text, (int(n / 2 - w / 2), int(n / 2 + h / 2)), font, scale, 255, th, cv2.LINE_AA)
+    half = dia / 2
+    corners = np.array([[pos[0] - half, pos[1] - half, pos[2]], [pos[0] + half, pos[1] - half, pos[2]],
+                        [pos[0] + half, pos[1] + half, pos[2]], [pos[0] - half, pos[1] + half, pos[2]]])
+    dst = view.to_canvas(view.project(corners)).astype(np.float32)
+    H, W = canvas.shape[:2]
+    x0, y0 = np.floor(dst.min(axis=0)).astype(int) - 1
+    x1, y1 = np.ceil(dst.max(axis=0)).astype(int) + 2
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
+    if x1 <= x0 or y1 <= y0:
+        return
+    src = np.array([[0, 0], [n, 0], [n, n], [0, n]], np.float32) - 0.5
+    M = cv2.getPerspectiveTransform(src, dst - np.array([x0, y0], np.float32))
+    mask = cv2.warpPerspective(patch, M, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR).astype(np.float32) / 255.0
+    roi = canvas[y0:y1, x0:x1]
+    roi += (np.float32(0.03) - roi) * mask[..., None]
 
 
 def _draw_hand(view: View, canvas: np.ndarray, mask: np.ndarray, hand: Hand, area: tuple[float, float],
