@@ -142,3 +142,13 @@ def test_score_counts_what_it_says() -> None:
     assert m["face_wrong"] == (1, 2)
     assert m["space_hidden"] == (1, 80)
     assert m["occlusion_missed"] == (1, 1)
+
+
+def test_renderer_draws_the_edition_symbols() -> None:
+    """R-BLOCKERS-1: rendered scenes use the edition's section symbols (its ``sections``),
+    so what the recogniser reads is what the rules name."""
+    from calibration.render.textures import blockers_symbols, shape_polys
+
+    assert list(blockers_symbols()) == edition_symbols()
+    for name in blockers_symbols():
+        assert shape_polys(name, 16.0)  # every one can be drawn

@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 
 from vision.board import BoardLost, BoardView
-from vision.cards import Card, CardReader, CardsResult
+from vision.cards import Card, CardReader, CardsResult, PoseGuard
 from vision.motion import StabilityGate
 
 QUADRANT_OFFSETS = ((-1, -1), (1, -1), (1, 1), (-1, 1))  # NW, NE, SE, SW (x right, y near)
@@ -46,6 +46,7 @@ class Recognizer:
     def __init__(self, calibration: Any, *, stable_seconds: float = 1.0, edition: Any = None) -> None:
         self.calibration = calibration
         self.view = BoardView(calibration, "bloxo")
+        self.pose_guard = PoseGuard(self.view)  # the pose re-checked only when it may have moved
         self.kit = calibration.kit
         self.reader = CardReader(self.view, calibration.survey)
         self.gate = StabilityGate(stable_seconds)
@@ -57,7 +58,7 @@ class Recognizer:
     def process(self, frame_bgr: np.ndarray, t: float, index: int, lores: np.ndarray | None = None) -> dict:
         obs: dict[str, Any] = {"game": "bloxo", "frame": int(index), "t": round(float(t), 4), "stable": False,
                                "occluded": [], "confidence": 0.0, "state": {"cards": []}}
-        self.view.update(frame_bgr)
+        self.pose_guard.update(frame_bgr, t)
         try:
             res = self.reader.read(frame_bgr)
         except BoardLost:
@@ -75,6 +76,12 @@ class Recognizer:
                 occluded.add(c.at)  # type: ignore[arg-type]
                 continue
             entry, conf = _card_json(c, self.reader.expected_shape)
+            if entry.get("disagreements") and (res.foreign_at(c.centre[0], c.centre[1], 1.5 * half) > 0
+                                               or res.foreign_at(c.centre[0], c.centre[1], 1.5 * half, "glare") > 0):
+                # colour and outline disagree next to a hand or a glare spot: something
+                # over the print, not a misprint (R-BLOXO-1): the card is occluded
+                occluded.add(c.at)  # type: ignore[arg-type]
+                continue
             cards.append(entry)
             confs.append(conf)
         # Cards known from before and now not seen, under something foreign: occluded.
@@ -92,7 +99,9 @@ class Recognizer:
                               "quadrants": entry["quadrants"]})
             occluded.update(c.covers)
         hand = res.foreign is not None and bool(res.foreign.any())
-        motion = self.gate.update(frame_bgr, t, blocked=hand or bool(misplaced) or self.view.confidence == 0,
+        # a marker hidden: something lies over the play area's corner (an arm reaching in)
+        motion = self.gate.update(frame_bgr, t, blocked=hand or bool(misplaced) or self.view.confidence == 0
+                                  or self.pose_guard.hidden > 0,
                                   lores=lores)
         obs["stable"] = bool(motion.stable)
         obs["occluded"] = sorted([int(p[0]), int(p[1])] for p in occluded)

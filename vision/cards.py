@@ -13,16 +13,19 @@ How a frame is read:
 2. The card faces are what is dark (a threshold between the face as measured in this
    frame and the darkest card colour); shapes are the bright holes in them: blobs of
    shape size ringed by black face (an opening first cuts the necks blur draws
-   between a shape and the table; a second look at a higher threshold separates
-   shapes blur has joined to the table).
-3. Each shape's outline is traced at half height between the black face and the
-   shape's own brightness (on a 2x upsampling) and classified from the contour alone
-   (solidity, fill of the smallest enclosing circle, number of deep concavities)
-   against ideal outlines of the kit's shape names rasterised and blurred the same
-   way. Its colour is classified separately, by chromaticity (shading and light level
-   do not matter), from its brighter pixels; the two must agree (R-BLOXO-1), a
-   disagreement is reported, never silently resolved. A blob unchanged since the
-   previous frame (same place, size and colour) keeps its reading.
+   between a shape and the table; a second look at a higher threshold, and a third
+   that counts whatever lies outside the card faces as face, separate shapes blur has
+   joined to the table). Hands and arms are what is neither table nor card; on a
+   table as dark as the card faces, what reaches in over the play area's edge.
+3. Each shape's colour is classified by chromaticity (shading and light level do not
+   matter) from its brighter pixels. Its shape is classified from its outline alone,
+   not from its colour: the shape's grey patch is correlated with the kit's shape
+   names drawn as ideal outlines at every rotation and blurred like this frame (the
+   frame's defocus or motion blur is measured on its shapes: the candidate blur whose
+   templates fit all of them best), see :class:`ShapeTemplates`. The two must agree
+   (R-BLOXO-1); a disagreement is reported, never silently resolved (next to a hand or
+   a glare spot it makes the card occluded). An unchanged frame, or a blob unchanged
+   since the previous frame (same place, size and colour), keeps its reading.
 4. Shapes lie near a lattice of quadrant centres (the card grid of R-BLOXO-2 halved).
    Four shapes in the four quadrant slots of one grid position make a card; its pose
    (offset, rotation) is fitted from the four centroids. Cards within the kit's
@@ -33,6 +36,7 @@ How a frame is read:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +51,7 @@ _LUT3 = np.ascontiguousarray(np.repeat(_LUT[:, None], 3, axis=1)).reshape(1, 256
 PAPER_NOMINAL = (240, 240, 236)  # the markers' paper, the white the survey balances against
 
 COARSE_PPM = 1.0
+_DISK3 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
 _DISK7 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))
 _DISK11 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (11, 11))
 
@@ -206,6 +211,140 @@ class StableWarp:
         return cv2.remap(image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
+class PoseGuard:
+    """The board pose re-checked only when it may have changed.
+
+    :meth:`vision.board.BoardView.update` looks for the markers in every frame (with an
+    uncalibrated lens it re-estimates the pose each time): on a still table that is
+    most of a frame's work. The board or the camera cannot move without the markers'
+    image changing, so each marker's neighbourhood (marker and quiet zone, averaged
+    over 4 x 4 pixel blocks, which drowns sensor noise) is kept from the frame of the
+    last check, and the next check runs only when one of them changed (any movement
+    of about half a pixel or more, a hand over a marker) or ``max_age_s`` passed.
+
+    Only a pose that passed its check (status ``ok``) is reused so; otherwise every
+    frame is checked.
+
+    ``hidden``: markers covered at the last check: not decoded and without the black
+    and white contrast a marker shows (a marker blurred beyond decoding keeps it).
+    Something lies over them (a hand or an arm reaching in over the corner): the
+    recognisers commit nothing then."""
+
+    BLOCK = 4
+
+    def __init__(self, view: Any, *, max_age_s: float = 10.0, level_change: float = 30.0,
+                 changed_fraction: float = 0.01, marker_contrast: float = 80.0) -> None:
+        self.view = view
+        self.max_age_s = max_age_s
+        self.level_change = level_change
+        self.changed_fraction = changed_fraction
+        self.marker_contrast = marker_contrast
+        self.checks = 0
+        self.markers_seen = len(view.kit.marker_corners(view.game))  # at the last check
+        self._ref: list[np.ndarray] | None = None
+        self._boxes: list[tuple[int, int, int, int]] = []
+        self._t = -math.inf
+        self._version = -1
+
+    @property
+    def hidden(self) -> int:
+        return max(0, len(self.view.kit.marker_corners(self.view.game)) - self.markers_seen)
+
+    def _crops(self, frame: np.ndarray) -> list[np.ndarray] | None:
+        b = self.BLOCK
+        out = []
+        for x0, y0, x1, y1 in self._boxes:
+            roi = frame[y0:y1, x0:x1]
+            if roi.size == 0:
+                return None
+            g = cv2.cvtColor(roi, cv2.COLOR_BGR2GRAY) if roi.ndim == 3 else roi
+            out.append(cv2.resize(g, ((x1 - x0) // b, (y1 - y0) // b), interpolation=cv2.INTER_AREA).astype(np.int16))
+        return out
+
+    def update(self, frame: np.ndarray, t: float) -> bool:
+        """Re-check the pose if needed; True when it was checked this frame."""
+        if self._ref is not None and self._version == self.view.version and t - self._t < self.max_age_s \
+                and t >= self._t and self.view.status == "ok":
+            now = self._crops(frame)
+            if now is not None and all(float(np.mean(np.abs(a - r) > self.level_change)) <= self.changed_fraction
+                                       for a, r in zip(now, self._ref)):
+                return False
+        check = self.view.update(frame)
+        self.checks += 1
+        seen = set(check.seen) if check.status.value != "lost" else set()
+        self._t = t
+        self._version = self.view.version
+        self._ref = None
+        if self.view.pose is None:
+            self.markers_seen = 0
+            return True
+        H, W = frame.shape[:2]
+        kit, game = self.view.kit, self.view.game
+        q = kit.markers.quiet_zone_mm
+        b = self.BLOCK
+        boxes = []
+        covered = 0
+        for mid, corners in kit.marker_corners(game).items():
+            c = np.asarray(corners, float)[:, :2]
+            lo, hi = c.min(axis=0) - q, c.max(axis=0) + q
+            px = self.view.project(np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]]))
+            x0, y0 = np.floor(px.min(axis=0)).astype(int)
+            x1, y1 = np.ceil(px.max(axis=0)).astype(int)
+            x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
+            if x1 - x0 >= 2 * b and y1 - y0 >= 2 * b:
+                boxes.append((x0, y0, x0 + (x1 - x0) // b * b, y0 + (y1 - y0) // b * b))
+            if mid not in seen:
+                # not decoded: covered (no black-on-white contrast left where it lies)
+                # or only too blurred to decode (its black and white still there)
+                roi = frame[y0:y1, x0:x1]
+                g = cv2.cvtColor(roi, cv2.COLOR_BGR2GRAY) if roi.ndim == 3 and roi.size else roi
+                lo, hi = np.percentile(g, (5, 95)) if g.size else (0.0, 0.0)
+                covered += int(hi - lo < self.marker_contrast)
+        self._boxes = boxes
+        self.markers_seen = len(kit.marker_corners(game)) - covered
+        if boxes:
+            self._ref = self._crops(frame)
+        return True
+
+
+class SameFrame:
+    """Is this frame the one last read, give or take sensor noise?
+
+    A still table gives the same image frame after frame; reading it again would give
+    the same result. The frame is averaged over ``block`` x ``block`` pixel blocks
+    (which drowns sensor noise and JPEG ringing) and compared with the blocks of the
+    frame last read in full (not with the previous frame, so a slow change still adds
+    up): any block whose level changed by more than ``level_change`` makes it a new
+    frame. A piece put down, a hand, a change of light all change many blocks."""
+
+    def __init__(self, block: int = 8, level_change: float = 10.0, changed_fraction: float = 0.0) -> None:
+        self.block = block
+        self.level_change = level_change
+        self.changed_fraction = changed_fraction
+        self._ref: np.ndarray | None = None
+
+    def _small(self, frame: np.ndarray) -> np.ndarray:
+        g = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
+        h, w = g.shape[:2]
+        return cv2.resize(g, (w // self.block, h // self.block), interpolation=cv2.INTER_AREA).astype(np.int16)
+
+    def same(self, frame: np.ndarray) -> bool:
+        """True when ``frame`` matches the one last :meth:`keep` -ed."""
+        if self._ref is None:
+            return False
+        small = self._small(frame)
+        if small.shape != self._ref.shape:
+            return False
+        return float(np.mean(np.abs(small - self._ref) > self.level_change)) <= self.changed_fraction
+
+    def keep(self, frame: np.ndarray) -> None:
+        """Remember ``frame`` as the one last read in full."""
+        self._ref = self._small(frame)
+
+    def forget(self) -> None:
+        self._ref = None
+
+
 # ------------------------------------------------------------------------ shapes
 
 
@@ -241,77 +380,6 @@ def ideal_outline(name: str, r: float) -> list[np.ndarray]:
     raise ValueError(f"no outline known for the shape name {name!r}")
 
 
-def contour_features(mask: np.ndarray) -> np.ndarray | None:
-    """Rotation- and scale-invariant outline features of the largest blob in ``mask``:
-    [solidity, fill of the smallest enclosing circle, number of deep concavities / 4].
-
-    Solidity and fill separate round from pointed and convex from concave outlines; the
-    count of concavities deeper than a seventh of the radius tells four-fold (a cross)
-    from five-fold (a star) outlines."""
-    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    if not contours:
-        return None
-    c = max(contours, key=cv2.contourArea) if len(contours) > 1 else contours[0]
-    area = cv2.contourArea(c)
-    if area < 12 or len(c) < 4:
-        return None
-    hull_idx = cv2.convexHull(c, returnPoints=False)
-    hull_area = cv2.contourArea(c[hull_idx.ravel()])
-    _, rad = cv2.minEnclosingCircle(c)
-    deep = 0
-    if len(hull_idx) > 3:
-        try:
-            defects = cv2.convexityDefects(c, np.sort(hull_idx, axis=0))
-        except cv2.error:
-            defects = None
-        if defects is not None:
-            deep = int(np.count_nonzero(defects[:, 0, 3] / 256.0 > rad / 7.0))
-    return np.array([area / max(hull_area, 1e-6), area / (math.pi * rad * rad), min(deep, 8) / 4.0])
-
-
-# Feature scales: typical spread of each feature between prints, blur and pose.
-_FEATURE_SCALE = np.array([0.06, 0.06, 0.2])
-
-
-class ShapeClassifier:
-    """Nearest ideal outline in feature space, the ideals put through exactly what an
-    observed shape goes through: drawn at the warp's resolution, blurred by about the
-    camera's pixel footprint (several amounts), outlined by :func:`outline_mask`."""
-
-    def __init__(self, names: list[str], size_mm: float, ppm: float, blurs_px: tuple[float, ...] = (0.3, 0.8, 1.4, 2.0, 2.6)):
-        self.names = list(names)
-        protos: list[tuple[int, np.ndarray]] = []
-        r = size_mm / 2
-        n = int(math.ceil(size_mm * 1.6 * ppm))
-        hi = 8
-        for k, name in enumerate(self.names):
-            for blur in blurs_px:
-                for ang in (0.0, 6.0, 45.0, 90.0):
-                    big = np.zeros((n * hi, n * hi), np.float32)
-                    a = math.radians(ang)
-                    rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
-                    polys = [np.round(((p @ rot.T) * ppm * hi + n * hi / 2) * 16).astype(np.int32)
-                             for p in ideal_outline(name, r)]
-                    cv2.fillPoly(big, polys, 1.0, cv2.LINE_AA, 4)
-                    img = cv2.resize(big, (n, n), interpolation=cv2.INTER_AREA)
-                    img = cv2.GaussianBlur(img, (0, 0), blur)
-                    f = contour_features(outline_mask(img, 1.0, 0.0))
-                    if f is not None:
-                        protos.append((k, f))
-        self._K = np.array([k for k, _ in protos])
-        self._P = np.array([f for _, f in protos]) / _FEATURE_SCALE
-
-    def classify(self, feats: np.ndarray) -> tuple[str, float, float]:
-        """(name, distance, margin to the best other name)."""
-        d = np.sqrt((((feats / _FEATURE_SCALE)[None, :] - self._P) ** 2).sum(axis=1))
-        per = np.full(len(self.names), np.inf)
-        np.minimum.at(per, self._K, d)
-        order = np.argsort(per)
-        d0 = float(per[order[0]])
-        d1 = float(per[order[1]]) if len(order) > 1 else np.inf
-        return self.names[int(order[0])], d0, d1 - d0
-
-
 UPSAMPLE = 2  # outlines are traced on a 2x bilinear upsampling of the warp: sub-pixel edges
 
 
@@ -321,6 +389,154 @@ def outline_mask(values: np.ndarray, top: float, bottom: float) -> np.ndarray:
     h, w = values.shape
     up = cv2.resize(values, (w * UPSAMPLE, h * UPSAMPLE), interpolation=cv2.INTER_LINEAR)
     return (up > (top + bottom) / 2).astype(np.uint8)
+
+
+# Patches: a disc of this radius (mm) around a shape's centre; the shape is 24 mm
+# across, a quadrant 35 mm: the disc holds the shape and its blur, never a neighbour.
+PATCH_RADIUS_MM = 15.0
+
+
+def _point_blur_kernels(ppm: float) -> list[tuple[str, float, float, float]]:
+    """Blurs a frame can show, in warp pixels: defocus (Gaussian, several widths) and
+    motion (a line of several lengths in six directions, with a little defocus)."""
+    out: list[tuple[str, float, float, float]] = [("gauss", s * ppm, 0.0, 0.0) for s in (0.45, 0.85, 1.25, 1.65, 2.1)]
+    for length in (3.0, 5.0, 7.0):
+        for ang in range(0, 180, 30):
+            out.append(("motion", 0.6 * ppm, length * ppm, float(ang)))
+    return out
+
+
+def _apply_blur(img: np.ndarray, kind: str, sigma: float, length: float, ang: float) -> np.ndarray:
+    if sigma > 0:
+        img = cv2.GaussianBlur(img, (0, 0), sigma)
+    if kind == "motion" and length >= 1:
+        k = int(math.ceil(length)) | 1
+        kern = np.zeros((k + 2, k + 2), np.float32)
+        c = (k + 1) / 2
+        dx, dy = math.cos(math.radians(ang)) * length / 2, math.sin(math.radians(ang)) * length / 2
+        cv2.line(kern, (int(round((c - dx) * 16)), int(round((c - dy) * 16))),
+                 (int(round((c + dx) * 16)), int(round((c + dy) * 16))), 1.0, 1, cv2.LINE_AA, 4)
+        kern /= kern.sum()
+        img = cv2.filter2D(img, -1, kern, borderType=cv2.BORDER_CONSTANT)
+    return img
+
+
+def _symmetry_period(name: str, r: float) -> float:
+    """Smallest rotation (degrees) mapping the outline onto itself; 0 for a disc."""
+    n = 64
+
+    def raster(ang: float) -> np.ndarray:
+        a = math.radians(ang)
+        rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+        img = np.zeros((n, n), np.uint8)
+        polys = [np.round((p / r * n * 0.45 @ rot.T + n / 2) * 16).astype(np.int32) for p in ideal_outline(name, r)]
+        cv2.fillPoly(img, polys, 1, cv2.LINE_8, 4)
+        return img.astype(bool)
+
+    ref = raster(0.0)
+    hits = [k for k in (2, 3, 4, 5, 6, 7, 8) if (raster(360.0 / k) ^ ref).sum() <= 0.02 * ref.sum()]
+    if 7 in hits and 8 in hits:
+        return 0.0
+    return 360.0 / max(hits) if hits else 360.0
+
+
+class ShapeTemplates:
+    """Shape from the outline's grey image: normalised correlation with the kit's shape
+    names drawn as ideal outlines (:func:`ideal_outline`), every rotation, blurred the
+    way this frame is blurred.
+
+    Defocus and motion blur round a star's notches and a cross's corners, so outline
+    features of the blurred print lose the shape; the blurred *image* keeps it. The
+    frame's blur is measured on its shapes: of a set of candidate blurs (defocus widths,
+    motion lengths and directions) the one whose templates match the shapes best over
+    all of them (whatever each shape is) is the frame's, and each shape is then read
+    against the templates with that blur and its nearest neighbours. A shape's reading
+    is its best-matching name; the margin to the next name is its confidence."""
+
+    def __init__(self, names: list[str], size_mm: float, ppm: float, rot_step: float = 4.0) -> None:
+        self.names = list(names)
+        r = size_mm / 2
+        n = int(round(2 * PATCH_RADIUS_MM * ppm)) | 1
+        self.n = n
+        yy, xx = np.mgrid[0:n, 0:n]
+        c = (n - 1) / 2
+        self.mask = np.hypot(xx - c, yy - c) <= PATCH_RADIUS_MM * ppm
+        self._idx = np.nonzero(self.mask.ravel())[0]
+        self.blurs = _point_blur_kernels(ppm)
+        hi = 8
+        bases: list[np.ndarray] = []
+        classes: list[int] = []
+        for k, name in enumerate(self.names):
+            period = _symmetry_period(name, r)
+            angles = [0.0] if period == 0 else list(np.arange(0.0, period, rot_step))
+            for ang in angles:
+                a = math.radians(ang)
+                rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+                big = np.zeros((n * hi, n * hi), np.float32)
+                polys = [np.round(((p @ rot.T) * ppm * hi + (n * hi / 2 - 0.5)) * 16).astype(np.int32)
+                         for p in ideal_outline(name, r)]
+                cv2.fillPoly(big, polys, 1.0, cv2.LINE_AA, 4)
+                bases.append(cv2.resize(big, (n, n), interpolation=cv2.INTER_AREA))
+                classes.append(k)
+        self.classes = np.array(classes)
+        self._starts = np.searchsorted(self.classes, np.arange(len(self.names)))
+        T = np.empty((len(self.blurs), len(bases), len(self._idx)), np.float32)
+        for p, blur in enumerate(self.blurs):
+            for j, base in enumerate(bases):
+                T[p, j] = _apply_blur(base, *blur).ravel()[self._idx]
+        self.T = _normalise_rows(T.reshape(-1, len(self._idx))).reshape(T.shape)
+
+    def patches(self, s: np.ndarray, centres: np.ndarray, tops: np.ndarray, bottoms: np.ndarray) -> np.ndarray:
+        """(N, D) normalised patches of the brightness image ``s`` at sub-pixel
+        ``centres`` (warp px), values 0 (face) .. 1 (the shape's own brightness)."""
+        n = self.n
+        out = np.empty((len(centres), len(self._idx)), np.float32)
+        c = (n - 1) / 2
+        for i, (cx, cy) in enumerate(centres):
+            p = cv2.getRectSubPix(s, (n, n), (float(cx), float(cy)))
+            v = np.clip((p - bottoms[i]) / max(tops[i] - bottoms[i], 1e-6), 0.0, 1.0)
+            # re-centre on the intensity centroid (the blob's own outline may be
+            # cut by a threshold on one side)
+            w = v * self.mask
+            m = float(w.sum())
+            if m > 0:
+                dx = float((w.sum(axis=0) * np.arange(n)).sum() / m - c)
+                dy = float((w.sum(axis=1) * np.arange(n)).sum() / m - c)
+                if abs(dx) < 3 and abs(dy) < 3 and (abs(dx) > 0.2 or abs(dy) > 0.2):
+                    p = cv2.getRectSubPix(s, (n, n), (float(cx + dx), float(cy + dy)))
+                    v = np.clip((p - bottoms[i]) / max(tops[i] - bottoms[i], 1e-6), 0.0, 1.0)
+            out[i] = v.ravel()[self._idx]
+        return _normalise_rows(out)
+
+    def estimate_blur(self, X: np.ndarray, keep: int = 3) -> np.ndarray:
+        """Indices of the ``keep`` candidate blurs that fit the patches ``X`` best."""
+        S = np.einsum("nd,pkd->npk", X, self.T, optimize=True)
+        best = S.max(axis=2).mean(axis=0)  # (P,)
+        return np.argsort(-best)[:keep]
+
+    def classify(self, X: np.ndarray, blurs: np.ndarray) -> list[tuple[str, float, float]]:
+        """(name, score, margin to the best other name) of each normalised patch."""
+        T = self.T[blurs]  # (B, K, D)
+        S = (X @ T.reshape(-1, T.shape[2]).T).reshape(len(X), len(blurs), -1).max(axis=1)  # (N, K)
+        per = np.maximum.reduceat(S, self._starts, axis=1)  # (N, C)
+        order = np.argsort(-per, axis=1)
+        out = []
+        for i in range(len(X)):
+            a = order[i, 0]
+            b = order[i, 1] if per.shape[1] > 1 else a
+            out.append((self.names[int(a)], float(per[i, a]), float(per[i, a] - per[i, b]) if b != a else 1.0))
+        return out
+
+
+@functools.lru_cache(maxsize=4)
+def shape_templates(names: tuple[str, ...], size_mm: float, ppm: float) -> ShapeTemplates:
+    """The templates of a kit's shapes (built once per process: they depend only on the kit)."""
+    return ShapeTemplates(list(names), size_mm, ppm)
+
+
+def _normalise_rows(X: np.ndarray) -> np.ndarray:
+    X = X - X.mean(axis=1, keepdims=True)
+    return X / (np.linalg.norm(X, axis=1, keepdims=True) + 1e-6)
 
 
 # ------------------------------------------------------------------------ hands
@@ -346,7 +562,8 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     H, W = dark.shape
     size = (W // k, H // k)
     small = cv2.resize(linb, size, interpolation=cv2.INTER_AREA)[..., ::-1] * gains
-    dk = cv2.resize(dark.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.02
+    dkf = cv2.resize(dark.astype(np.float32), size, interpolation=cv2.INTER_AREA)
+    dk = dkf > 0.02
     kc = 2 * int(round(9.0 / FOREIGN_STEP_MM)) + 1
     # the card faces with everything they enclose are cards, not table
     cards = cv2.morphologyEx(dk.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((kc, kc), np.uint8)).astype(bool)
@@ -354,7 +571,13 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     ch = small / np.maximum(ss, 1e-6)[..., None]
     table = ~cards & (ss > 1e-4)
     if table.sum() < 50:
-        return np.zeros((size[1], size[0]), bool), np.zeros((size[1], size[0]), bool)
+        # the table is as dark as the card faces: arms by level; glare is what is far
+        # brighter than the scene's typical level and nearly white
+        arms = _arms_by_level(dkf, size, min_area_mm2, ch)
+        if arms.any():
+            arms = cv2.dilate(arms.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        shine = (ss > 4.0 * float(np.median(ss))) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12) & ~arms
+        return arms, shine
     tpx = ch[table]
     tch = np.median(tpx[:: max(1, len(tpx) // 3000)], axis=0)
     dch = np.linalg.norm(ch - tch, axis=2)
@@ -387,11 +610,46 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     x0, y0 = stats[:, 0], stats[:, 1]
     x1, y1 = x0 + stats[:, 2], y0 + stats[:, 3]
     keep &= (x0 <= 1) | (y0 <= 1) | (x1 >= size[0] - 1) | (y1 >= size[1] - 1)
-    mask = keep[labels]
+    mask = keep[labels] | _arms_by_level(dkf, size, min_area_mm2, ch)
     if mask.any():
         mask = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
     shine = (dl > 0.3) & (glare | cards) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12)
     return mask, shine
+
+
+def _arms_by_level(dark_frac: np.ndarray, size: tuple[int, int], min_area_mm2: float,
+                   chroma: np.ndarray | None = None, chroma_tol: float = 0.04) -> np.ndarray:
+    """Arms told apart from the table by brightness alone: what reaches in over the play
+    area's edge on the other side of the card-face threshold from the table.
+
+    No card lies at the play area's edge (R-BLOXO-2 keeps the tableau inside it): when
+    most of the edge is as dark as a card face, the table is that dark, and a large
+    bright region reaching in over the edge is an arm (shapes are small and ringed by
+    face). :func:`foreign_mask`'s colour test cannot
+    see these when the table is darker than the card-face threshold: it then takes the
+    whole table for card faces."""
+    W, H = size
+    border = np.zeros((H, W), bool)
+    border[0, :] = border[-1, :] = border[:, 0] = border[:, -1] = True
+    dark = dark_frac > 0.5
+    edge_dark = float(dark[border].mean())
+    if edge_dark <= 0.5:
+        # a light table: a dark region at its edge is as likely the table in a one-sided
+        # light's shadow as a dark sleeve; the colour test of foreign_mask judges it
+        return np.zeros((H, W), bool)
+    region = dark_frac < 0.1
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(region.astype(np.uint8), connectivity=8)
+    touch = np.zeros(n, bool)
+    touch[np.unique(labels[border & region])] = True
+    touch[0] = False
+    keep = touch & (stats[:, cv2.CC_STAT_AREA] * FOREIGN_STEP_MM ** 2 >= min_area_mm2)
+    if chroma is not None and keep.any():
+        # the table under a one-sided light: dark at one edge, lit at another, but of
+        # one colour throughout; an arm is of another colour
+        tch = np.median(chroma[border & dark], axis=0)
+        for j in np.nonzero(keep)[0]:
+            keep[j] = float(np.linalg.norm(np.median(chroma[labels == j], axis=0) - tch)) > chroma_tol
+    return keep[labels]
 
 
 # ------------------------------------------------------------------------- cards
@@ -412,8 +670,8 @@ class Blob:
 
     @property
     def confidence(self) -> float:
-        c = np.clip(self.colour_margin / 0.08, 0, 1) * np.clip(1.5 - self.colour_dist / 0.12, 0, 1)
-        s = np.clip(self.shape_margin / 3.0, 0, 1)
+        c = min(max(self.colour_margin / 0.08, 0.0), 1.0) * min(max(1.5 - self.colour_dist / 0.12, 0.0), 1.0)
+        s = min(max(self.shape_margin / 0.08, 0.0), 1.0)
         return float(min(c, s, 1.0))
 
 
@@ -476,11 +734,14 @@ class CardReader:
         self.refs = ColourRefs.from_survey(survey, self.colour_names, o.colors)
         self.expected_shape = dict(o.shapes)
         shape_names = sorted(set(o.shapes.values()))
-        self.shapes = ShapeClassifier(shape_names, self.shape_mm, COARSE_PPM)
+        self.shapes = shape_templates(tuple(shape_names), float(self.shape_mm), COARSE_PPM)
+        self.blur_choice: np.ndarray | None = None  # candidate blurs that fit the last shapes read
         gains0 = (survey or {}).get("white_balance", {}).get("gains")
         self.white = WhiteReference(paper_points(kit, "bloxo"), initial=gains0)
         self.stable = StableWarp(view, COARSE_PPM)
-        self.reuse = True  # reuse an unchanged blob's reading from the previous frame
+        self.reuse = True  # reuse an unchanged frame's or blob's reading from the previous frame
+        self.same = SameFrame()
+        self._last: tuple[tuple[int, int], CardsResult] | None = None
         self._previous: list[tuple[Blob, np.ndarray]] = []
         self._prev_version = -1
         r = self.shape_mm / 2
@@ -497,6 +758,16 @@ class CardReader:
 
     def read(self, frame_bgr: np.ndarray) -> CardsResult:
         view = self.view
+        if self.reuse and self._last is not None and self._last[0] == (view.version, self.stable.version) \
+                and self.same.same(frame_bgr):
+            return self._last[1]  # the very frame read last time: the same cards
+        result = self._read(frame_bgr)
+        self.same.keep(frame_bgr)
+        self._last = ((view.version, self.stable.version), result)
+        return result
+
+    def _read(self, frame_bgr: np.ndarray) -> CardsResult:
+        view = self.view
         warp = self.stable.warp(frame_bgr)
         gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
         level = self.white.level
@@ -506,6 +777,7 @@ class CardReader:
         self._prev_version = self.stable.version
         self._prev_xy = np.array([[p[0].x, p[0].y] for p in self._previous]) if self._previous else np.zeros((0, 2))
         self._current: list[tuple[Blob, np.ndarray]] = []
+        self._pending: list[tuple[Blob, tuple[float, float], float, float]] = []
         s = cv2.transform(linb, gains[::-1].reshape(1, 3).copy())  # balanced r + g + b
         # a 3x3 mean: sensor noise, amplified by a strong white balance, must not punch
         # holes into the black face
@@ -526,6 +798,13 @@ class CardReader:
         # An opening of the bright part first: the necks that blur draws between a
         # shape and the table or a neighbouring card's shape (where cards lie a few mm
         # off toward each other) are cut; every shape keeps a core.
+        # Under blur the thin black band between a shape and its card's edge can fade
+        # above any threshold, joining the shape to the table: the card faces with all
+        # they enclose (a closing wider than a shape) bound where shapes can be, and
+        # what lies outside them rings a shape like its face does.
+        k = int(round((self.shape_mm + 6) * COARSE_PPM)) | 1
+        faces = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
+        outside = ~cv2.erode(faces, _DISK3).astype(bool)
         closed = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
         n, labels, stats, cents = cv2.connectedComponentsWithStats((~closed).astype(np.uint8), connectivity=4)
         blobs: list[Blob] = []
@@ -565,9 +844,12 @@ class CardReader:
                 self._try_blob(blobs, i, full, (xa + sx, ya + sy, sw, sh), dfull, linb, s, gains, face_level)
         # Second look at a higher threshold (half the weakest colour): under blur a
         # shape near a card's edge can stay joined to the table at the face threshold.
+        # Third look: what lies outside the card faces counts as face (see above).
         hi_thr = 0.5 * weakest
-        if hi_thr > thr * 1.3:
-            dark2 = sb < hi_thr
+        looks = [sb < hi_thr] if hi_thr > thr * 1.3 else []
+        if outside.any():
+            looks.append(dark | outside)
+        for dark2 in looks:
             closed2 = cv2.morphologyEx(dark2.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
             n2, labels2, stats2, cents2 = cv2.connectedComponentsWithStats((~closed2).astype(np.uint8), connectivity=4)
             area2 = stats2[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
@@ -580,6 +862,7 @@ class CardReader:
                     continue
                 self._try_blob(blobs, i, labels2, tuple(stats2[i, :4]), dark2, linb, s, gains, face_level)
         self._previous = self._current if self.reuse else []
+        self._read_shapes(s)
         result = self._assemble(blobs, level)
         result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
         # Grid positions covered by a black card face but not read: a card is there
@@ -600,7 +883,7 @@ class CardReader:
                     continue
                 fd = dark[i0:i1, j0:j1].mean()
                 # glare can wash a whole card out: what lies under it is not known
-                if fd > 0.3 or result.foreign_at(cx, cy, half, "glare") > (0.03 if fd > 0.03 else 0.15):
+                if fd > 0.3 or result.foreign_at(cx, cy, half, "glare") > (0.03 if fd > 0.03 else 0.05):
                     result.partial[(gx, gy)] = 0
         return result
 
@@ -644,14 +927,17 @@ class CardReader:
                 blobs.append(b)
                 self._current.append((b, chroma))
                 return
-        self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level)
+        self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level,
+                        (m_["m10"] / m_["m00"] + xa, m_["m01"] / m_["m00"] + ya))
         blobs.append(b)
         self._current.append((b, chroma))
 
     # --------------------------------------------------------- shape + colour
     def _read_blob(self, b: Blob, linb: np.ndarray, s: np.ndarray, comp: np.ndarray, gains: np.ndarray,
-                   face_level: float) -> None:
-        """Colour and contour shape of one blob, from its ROI of the warp."""
+                   face_level: float, centre: tuple[float, float]) -> None:
+        """Colour of one blob from its ROI of the warp; its outline is queued for
+        :meth:`_read_shapes` (all new shapes of a frame are read together, against the
+        frame's blur)."""
         sc = s[comp > 0]
         mean_s = float(sc.mean())
         core = ((s >= mean_s) & (comp > 0)).astype(np.uint8)
@@ -677,13 +963,30 @@ class CardReader:
         x, y, w, h = cv2.boundingRect(mask)
         if w == 0 or x == 0 or y == 0 or x + w >= ww or y + h >= hh:
             b.partial = True  # cut by the warp's edge
-        feats = contour_features(mask)
-        if feats is None:
+        if not mask.any():
             b.partial = True
             return
-        b.shape, b.shape_dist, b.shape_margin = self.shapes.classify(feats)
         if float(mask.sum()) / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
             b.partial = True
+        self._pending.append((b, centre, top, face_level))
+
+    def _read_shapes(self, s: np.ndarray) -> None:
+        """Shapes of the blobs queued this frame (see :class:`ShapeTemplates`)."""
+        pend = [p for p in self._pending if not p[0].partial] + [p for p in self._pending if p[0].partial]
+        self._pending = []
+        if not pend:
+            return
+        X = self.shapes.patches(s, np.array([p[1] for p in pend]), np.array([p[2] for p in pend]),
+                                np.array([p[3] for p in pend]))
+        whole = sum(not p[0].partial for p in pend)
+        if whole >= 3 or self.blur_choice is None:
+            # the frame's blur, from (up to 24 of) its whole shapes
+            sel = np.arange(whole if whole >= 3 else len(pend))
+            if len(sel) > 24:
+                sel = sel[np.linspace(0, len(sel) - 1, 24).round().astype(int)]
+            self.blur_choice = self.shapes.estimate_blur(X[sel])
+        for (b, *_), (name, sc, margin) in zip(pend, self.shapes.classify(X, self.blur_choice)):
+            b.shape, b.shape_dist, b.shape_margin = name, 1.0 - sc, margin
 
     # ---------------------------------------------------------------- cards
     def _slot(self, x: float, y: float) -> tuple[int, int, float]:

@@ -31,10 +31,17 @@ import numpy as np
 
 from calibration.colour import srgb_to_linear
 from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
-from vision.glyphs import GlyphBank, normalise_ink
+from vision.glyphs import GlyphBank, GlyphMatch, normalise_ink
 
 PPM = 2.0
 WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew) always covers
+
+# A face whose best class beats the next by less than the glyph bank's margin is read
+# still when it beats it by at least CLOSE_MARGIN overall and clearly (CLOSE_DISCRIMINATE)
+# where the two classes' templates differ (see GlyphBank.discriminate).
+CLOSE_MARGIN = 0.01
+CLOSE_DISCRIMINATE = 0.2
+SHARP_BLUR = 1.2  # canvas px: a frame whose faces fit templates this sharp or sharper is sharp
 
 _LUMA_BGR = np.array([0.0722, 0.7152, 0.2126], np.float32)
 
@@ -157,8 +164,19 @@ class TileReader:
         if canvases:
             per = self.glyphs.scores(np.array(canvases))
             text = self.glyphs.is_text
-            for (r, cc, height), row in zip(where, per):
+            names = self.glyphs.names
+            # how blurred this frame's faces are: the blur of the templates that fit them
+            frame_blur = float(np.median([self.glyphs.blur_of(i, self.glyphs.names[int(np.argmax(row))])
+                                          for i, row in enumerate(per)]))
+            for i, ((r, cc, height), row) in enumerate(zip(where, per)):
                 m = self.glyphs.decide(row)
+                both_text = text[names.index(m.best)] and text[names.index(m.second)]
+                if m.face is None and m.score >= 0.6 and CLOSE_MARGIN <= m.margin \
+                        and (both_text or frame_blur <= SHARP_BLUR) \
+                        and self.glyphs.discriminate(i, m.best, m.second) >= CLOSE_DISCRIMINATE:
+                    # two characters alike overall (B and 8): decided where they differ
+                    # (symbols only in a sharp frame: blur rounds a diamond or a star toward a sun)
+                    m = GlyphMatch(m.best, m.score, m.margin, m.best, m.second)
                 # Letters and digits are printed at one height: a "letter" much taller
                 # or shorter than the letters read so far is a symbol that looks like
                 # one (a crescent like a C); read it among the other faces.

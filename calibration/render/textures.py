@@ -60,8 +60,16 @@ def default_blox_marks() -> list[list[int]]:
 
 
 def blockers_symbols() -> tuple[str, ...]:
-    ed = _edition("blockers")
-    if ed and isinstance(ed.get("symbols"), list) and len(ed["symbols"]) == 9:
+    """The nine section symbols, row-major from the far-left section: the bundled
+    edition's ``sections`` (3 x 3, as ``engine/editions/blockers.json`` gives them; a
+    flat ``symbols`` list of nine is read too), else :data:`DEFAULT_BLOCKERS_SYMBOLS`."""
+    ed = _edition("blockers") or {}
+    secs = ed.get("sections")
+    if isinstance(secs, list) and secs and all(isinstance(row, list) for row in secs):
+        flat = [str(s) for row in secs for s in row]
+        if len(flat) == 9:
+            return tuple(flat)
+    if isinstance(ed.get("symbols"), list) and len(ed["symbols"]) == 9:
         return tuple(str(s) for s in ed["symbols"])
     return DEFAULT_BLOCKERS_SYMBOLS
 
@@ -116,6 +124,25 @@ def shape_polys(name: str, size: float) -> list[np.ndarray]:
         b = np.linspace(np.pi * 0.62, -np.pi * 0.62, 30)
         inner = np.stack([-r * 0.35 - r * 0.75 * np.cos(b), r * 0.95 * np.sin(b)], 1)
         return [np.concatenate([outer, inner])]
+    # (the pieces of one shape must not overlap: fill_mm fills them as one even-odd path)
+    if name == "flower":
+        t = np.linspace(0, 2 * np.pi, 96, endpoint=False)
+        rad = r * (0.5 + 0.5 * np.abs(np.cos(3 * t)))
+        return [np.stack([rad * np.cos(t), rad * np.sin(t)], 1)]
+    if name == "anchor":
+        w = 0.13 * r
+        shaft = np.array([[-w, -0.58 * r], [w, -0.58 * r], [w, 0.64 * r], [-w, 0.64 * r]])
+        left = np.array([[-0.48 * r, -0.5 * r], [-w, -0.5 * r], [-w, -0.34 * r], [-0.48 * r, -0.34 * r]])
+        right = left * [-1, 1]
+        a = np.linspace(0.1 * np.pi, 0.9 * np.pi, 18)
+        arc = np.concatenate([np.stack([0.85 * r * np.cos(a), 0.05 * r + 0.8 * r * np.sin(a)], 1),
+                              np.stack([0.62 * r * np.cos(a[::-1]), 0.05 * r + 0.6 * r * np.sin(a[::-1])], 1)])
+        t = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+        ring = np.stack([np.cos(t), np.sin(t)], 1) * 0.22 * r + [0, -0.8 * r]
+        return [shaft, left, right[::-1], arc, ring]
+    if name == "lightning":
+        return [np.array([[0.25, -1.0], [-0.45, 0.12], [-0.02, 0.12], [-0.28, 1.0], [0.48, -0.18], [0.06, -0.18],
+                          [0.34, -1.0]]) * r]
     raise ValueError(f"unknown shape {name!r}")
 
 
