@@ -8,9 +8,14 @@ signatures (all thresholds in :class:`StabilityConfig`):
   summed over the three axes, with the sensor's own noise variance removed. This is
   also the *definition* of settled used for ground truth (:func:`motion_level`), so
   a simulator and the detector agree on what "the stack has settled" means.
-- **impulses**: the part of the signal above ``highpass_hz`` (table and base ringing
-  after an impact) exceeding ``impact_level``; a new impulse needs ``merge_s`` of
-  calm first, so one ringing impact counts once.
+- **impacts**: the part of the signal above ``highpass_hz`` (table and base ringing
+  after an impact), judged against the chip's own high-band noise ``sigma_hf``
+  (measured during calibration, followed on quiet stretches). An impact's onset is a
+  sample rising above ``new_impact_snr`` sigma_hf *and* above ``new_impact_ratio``
+  times the envelope of the ring before it (its peaks over ``ring_window_s``): a
+  ring decays and never climbs back out of its own envelope, whereas another block
+  landing or a bounce adds energy above it. An impact whose ring reaches
+  ``impact_snr`` sigma_hf (and ``impact_level``) is an *impulse*.
 
 State machine:
 
@@ -24,9 +29,9 @@ R-BLOCKOUT-3). ``count_s`` later emit **stood** (t = count start + 3.0 s).
 **fell** in any state, at an impulse when either (a) the base was already moving
 before it (``S`` over the ``precursor_s`` before the impulse above
 ``precursor_level``, or the tilt off the resting tilt by ``tilt_level``): a stack
-tipping and unloading the base, then blocks landing; or (b) a second impulse follows
-within ``train_s``: a train of impacts; or (c) a lone impulse after which the resting
-tilt has moved by ``fall_tilt`` (``train_s`` later). A lone impulse out of a still
+tipping and unloading the base, then blocks landing; or (b) another impact's onset
+follows within ``train_s``: a train of impacts (decided at that onset); or (c) a lone
+impulse after which the resting tilt has moved by ``fall_tilt`` (``train_s`` later). A lone impulse out of a still
 base that leaves the tilt as it was is a knock on the table and changes nothing; an
 elbow moves the tilt slowly without impulses and changes nothing. ``t`` of ``fell``
 is the first impact; ``detected`` when the decision was made.
@@ -38,6 +43,7 @@ impulse, the fall is vetoed and treated as a knock.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -92,14 +98,59 @@ class StabilityConfig:
     """The count, R-BLOCKOUT-3."""
     highpass_hz: float = 70.0
     """Impulses are judged above this frequency, clear of the base's own modes."""
-    impact_level: float = 0.8
-    """High-passed acceleration magnitude of an impulse (sensor noise there is
-    0.05-0.07 per axis, so impact_level / 2 is still 6 sigma)."""
+    impact_level: float = 0.5
+    """Floor of the impulse trigger (m/s^2, high-passed magnitude), whatever the noise
+    estimate says: a guard against a corrupt calibration, not the working level."""
+    impact_snr: float = 8.0
+    """An impulse (a knock, a landing) reaches this many times the high-band noise RMS
+    ``sigma_hf`` (the 3-axis RMS above highpass_hz, measured on the chip itself, see
+    hf_noise_rms). Both kit chips have sigma_hf ~0.09-0.10 (data-sheet floors), so
+    this is ~0.75-0.8 there; a noisier chip or rate scales it."""
+    new_impact_snr: float = 4.0
+    """A new impact (another block, a bounce) rises above this many sigma_hf (a 3-axis
+    noise magnitude exceeds 4 sigma_hf about once in 10^6 samples even with one axis
+    dominant, the ADXL345's z; it matters only within train_s of an impulse)..."""
+    new_impact_ratio: float = 2.0
+    """...and above this many times the envelope of the ring before it (its peak over
+    the last ring_window_s), added in quadrature to that floor. A ring decays: it never
+    comes back above the peaks of its own last half-period, whatever its decay rate
+    (4-20 ms, 1/e, on the kit; the rate is not assumed). The factor covers sampling a
+    60-180 Hz ring at 400-500 Hz (a sampled peak can be ~0.7 of the true one), the
+    beat of a knock's two tones and noise riding on the ring. Another block or a
+    bounce adds fresh energy above it."""
+    ring_window_s: float = 0.012
+    """That window: half a period of the slowest ring the high band passes (60 Hz,
+    8.3 ms) plus a sample, so it always holds one of the ring's peaks. It ends a
+    sample before the one judged: an impact's ring builds up over a sample (the chip
+    averages over its output period), so its rise is judged against the envelope from
+    before it."""
+    ring_noise_snr: float = 2.5
+    """The envelope is that peak with this many sigma_hf removed in quadrature: about
+    the largest of the noise's own magnitudes over the window's 5-6 samples, which
+    would otherwise hold it up on a quiet base. (3.5 let a weak 60 Hz knock's tail plus
+    a noise peak through on a hand-made ADXL345 trace; see the tests.)"""
+    rise_s: float = 0.008
+    """An impact's ring builds to its peak within this (half a period of the slowest,
+    60 Hz, ring); samples within it of an onset belong to that impact."""
+    hf_noise_rms: float | None = None
+    """sigma_hf fixed by configuration; None = measured during calib_s, then followed
+    on quiet stretches (noise_tau_s)."""
+    hf_noise_min_rms: float = 0.03
+    """sigma_hf is never taken below this (a third of the kit chips'): a calibration on
+    a still, noiseless input (a replay padded with a constant reading) must not make
+    every noise sample an impact."""
+    noise_tau_s: float = 1.0
+    """Time constant of the online sigma_hf estimate, updated only on quiet stretches
+    (the base settled, samples below impact_level, no impulse for noise_guard_s); about
+    400-500 samples, so ~5% scatter."""
+    noise_guard_s: float = 0.2
+    """...no impulse within this."""
     merge_s: float = 0.015
-    """Calm (below impact_level / 2) that separates two impacts."""
+    """High band above new_impact_snr within this = still ringing (no placement is
+    recognised and a fallen stack is not quiet during it)."""
     train_s: float = 0.6
-    """Another impact (above impact_level / 2: a weaker bounce counts) within this
-    time of an impulse makes a train of impacts: a fall."""
+    """Another impact (new_impact_snr / new_impact_ratio: a weaker bounce counts)
+    within this time of an impulse makes a train of impacts: a fall."""
     precursor_s: float = 0.30
     """Window before an impulse in which base motion means the stack was going."""
     precursor_gap_s: float = 0.004
@@ -305,8 +356,12 @@ class StabilityDetector:
         self._count_start: float | None = None
         self._count_done_at: float | None = None
         self._quiet_since: float | None = None
-        self._last_hf: float = -1e9  # last time HF was above impact_level / 2
-        self._run_fired = False
+        self._last_hf: float = -1e9  # last time HF was above new_impact_snr sigma_hf
+        self._run_fired = False  # the current impact has reached the impulse level
+        self._ring: deque = deque(maxlen=max(2, int(math.ceil(c.ring_window_s * rate))) + 1)  # high band, for the envelope
+        self._onset_t: float = -1e9  # last impact onset
+        self._hf_var = c.hf_noise_rms**2 if c.hf_noise_rms is not None else None
+        self._hf_calib: list[float] = []
         self._impulse: tuple[float, list[float], float | None] | None = None  # t, rest, height
         self._knock_until: float = -1e9
         self._post: list[list[float]] = []
@@ -377,7 +432,10 @@ class StabilityDetector:
             for key, w in (("win", self._win), ("swin", self._swin), ("pre", self._pre)):
                 if len(w.buf) == w.n:
                     self._calib[key].append(w.var())
+            self._hf_calib.append(hf * hf)
             if t - self._t0 >= c.calib_s:
+                if self._hf_var is None:
+                    self._hf_var = float(np.mean(self._hf_calib))
                 if self._noise is None:
                     est = {k: float(np.mean(v)) if v else 0.0 for k, v in self._calib.items()}
                     self._noise, self._noise_s, self._noise_pre = est["win"], est["swin"], est["pre"] or est["swin"]
@@ -389,15 +447,33 @@ class StabilityDetector:
         s = self._s()
 
         # ---- impulses: falls, knocks -------------------------------------------------
-        # A "run" is HF activity above impact_level / 2 with gaps under merge_s: one
-        # impact's ringing. A run reaching impact_level is an impulse.
+        # An impact's onset rises out of the noise and out of the envelope of the rings
+        # before it; its samples within rise_s are that impact's own ring building up.
+        # An impact reaching impact_snr sigma_hf is an impulse.
+        sig = max(c.hf_noise_min_rms, math.sqrt(self._hf_var or 0.0))
+        # The ring's envelope: its peaks over the last ring_window_s, the noise's share
+        # removed in quadrature (so the noise's own peaks do not hold it up). A new
+        # impact must beat new_impact_ratio times that, with the noise riding on it.
+        # (The sample just before is left out: an impact's ring builds up over it.)
+        peak = max(itertools.islice(self._ring, 0, max(0, len(self._ring) - 1)), default=0.0)
+        env_pred = math.sqrt(max(0.0, peak * peak - (c.ring_noise_snr * sig) ** 2))
+        self._ring.append(hf)
+        floor = c.new_impact_snr * sig
         new_run = False
-        if hf > c.impact_level / 2:
-            if t - self._last_hf > c.merge_s:
+        if hf > floor:
+            self._last_hf = t
+            if (hf * hf > (c.new_impact_ratio * env_pred) ** 2 + floor * floor
+                    and t - self._onset_t > c.rise_s):
                 new_run = True
                 self._run_fired = False
-            self._last_hf = t
-        new_impulse = hf > c.impact_level and not self._run_fired
+                self._onset_t = t
+        if (c.hf_noise_rms is None and hf < c.impact_level and t - self._last_imp_t > c.noise_guard_s
+                and s < c.settle_level and self.state in ("idle", "counting") and self._hf_var is not None):
+            # A quiet stretch: follow the chip's high-band noise (temperature, supply, or
+            # a calibration on a still, noiseless input).
+            self._hf_var += (hf * hf - self._hf_var) * min(1.0, self._dt / c.noise_tau_s)
+        new_impulse = (hf > max(c.impact_level, c.impact_snr * sig) and not self._run_fired
+                       and t - self._onset_t <= c.rise_s)
         if new_impulse:
             self._run_fired = True
             self._last_imp_t = t

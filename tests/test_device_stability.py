@@ -298,3 +298,53 @@ def test_placing_hands_wobble_is_not_a_fall(seed):
     ev = _run(tr)
     assert not [e for e in ev if e["event"] == "fell"]
     _match(tr.events, ev)
+
+
+# -- impacts judged against the chip's own noise and the ring's envelope ---------------
+
+
+@pytest.mark.parametrize("noise_seed", range(4))
+def test_a_knocks_ring_does_not_come_back_as_a_second_impact(noise_seed):
+    """A weak, slowly decaying knock (two tones, as a table rings) fades through the
+    noise; its tail never rises out of its own envelope, so it is no train of impacts
+    and no fall. A bounce after the ring has died is a new impact: a train, decided at
+    the bounce's onset."""
+    t, acc = _quiet(6, seed=noise_seed)
+    _ring(t, acc, 3.0, 1.6, f=65.0, tau=0.02)
+    _ring(t, acc, 3.0, 0.6, f=105.0, tau=0.008)
+    assert _events(t, acc) == []
+    _ring(t, acc, 3.07, 1.0, f=120.0, tau=0.006)
+    ev = _events(t, acc)
+    assert [e["event"] for e in ev] == ["fell"]
+    assert ev[0]["t"] == pytest.approx(3.0, abs=0.01)
+    assert 3.07 <= ev[0]["detected"] <= 3.08
+
+
+def test_impact_trigger_follows_the_measured_noise_floor():
+    """The impulse trigger is a multiple of the high-band noise measured during the
+    initial still period, so a noisier chip does not fire on its own noise peaks and a
+    quieter one still hears a small impact."""
+    t, acc = _quiet(6)
+    _ring(t, acc, 3.0, 1.2)
+    _ring(t, acc, 3.2, 1.2)
+    assert [e["event"] for e in _events(t, acc)] == ["fell"]
+    noisy = acc + np.random.default_rng(5).normal(0, 0.2, acc.shape)  # ~3x the noise
+    assert _events(t, noisy) == []  # its peaks pass 0.8, the old fixed trigger
+    fixed = StabilityConfig(hf_noise_rms=0.1)  # noise floor given, not measured
+    assert [e["event"] for e in _events(t, noisy, fixed)] != []
+
+
+def test_a_weak_low_knock_at_the_adxl345_noise_floor_is_not_a_train():
+    """A weak 60 Hz table knock (the high-pass halves it) fades into the ADXL345's
+    noise (400 Hz, 1.5/1.5/2.2 LSB rms, 3.9 mg LSB): its tail plus a noise peak can
+    pass a fixed bounce level after a calm gap (the detector before the ring envelope
+    took one of these twelve for a fall), but never rises out of the ring's envelope."""
+    lsb = 0.0039 * G
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        t = np.arange(1, 4 * 400 + 1) / 400.0
+        acc = np.tile([0.1, -0.05, G], (len(t), 1)) + rng.normal(0, 1, (len(t), 3)) * np.array([1.5, 1.5, 2.2]) * lsb
+        _ring(t, acc, 2.0, 2.2, f=60.0, tau=0.02)
+        _ring(t, acc, 2.0, 0.88, f=90.0, tau=0.008)
+        acc = np.round(acc / lsb) * lsb
+        assert _events(t, acc) == [], seed
