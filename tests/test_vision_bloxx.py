@@ -116,6 +116,60 @@ def test_dice_faces_read_across_conditions(which, request, tmp_path):
     assert visible >= 16 and right >= visible - 1, (right, visible)
 
 
+@pytest.mark.parametrize("which", ["cm3", "webcam"])
+def test_frame_blur_is_measured_on_the_markers(which, request, tmp_path):
+    """The blur the dice templates are given is the frame's: a motion streak's length
+    and direction and a defocus come back from the markers' print (within a couple of
+    pixels / a few tens of degrees), a sharp frame measures sharp."""
+    setup, rec = request.getfixturevalue(which)
+    roll = rb.sample_roll(KIT, ED, np.random.default_rng(21))
+    for seed, (defocus, motion) in enumerate(((0.0, (0.0, 0.0)), (0.0, (6.0, 30.0)), (0.0, (5.0, 120.0)),
+                                              (1.5, (0.0, 0.0)))):
+        cond = sc.sample_conditions(seed, "neutral", area=AREA, kit=KIT)
+        cond.defocus, cond.motion = defocus, motion
+        r = rb.render_roll(setup, ED, roll, cond, 100 + seed)
+        frame = _file(r.image, tmp_path, "b.png")
+        rec.view.update(frame)
+        sigma, length, angle = rec.blur_meter.measure(frame)
+        # The renderer's streak is a 1 px wide anti-aliased line: its length reads a
+        # little longer than nominal; a Gaussian and a short streak trade off a little.
+        if motion[0] > 0:
+            assert abs(length - motion[0]) <= 2.5, (length, motion)
+            assert abs((angle - motion[1] + 90) % 180 - 90) <= 20, (angle, motion)
+            assert sigma <= 1.2
+        else:
+            assert length <= 3.0, length
+            var = sigma ** 2 + length ** 2 / 12
+            assert abs(var ** 0.5 - max(defocus, 0.5)) <= 0.6, (sigma, length, defocus)
+
+
+@pytest.mark.parametrize("which", ["cm3", "webcam"])
+def test_blurred_rolls_are_read_or_left_unread_never_wrong(which, request, tmp_path):
+    """Motion blur and defocus at the strong end of table-kit.md's conditions: the
+    templates blurred as the frame is read the dice; never a wrong face."""
+    setup, rec = request.getfixturevalue(which)
+    base = 94_000 if which == "cm3" else 95_000
+    right = visible = wrong = 0
+    for k in range(8):
+        seed = base + k
+        faces = {d.name: d.faces[(k + 3 * i) % 6].name for i, d in enumerate(ED.dice)}
+        roll = rb.sample_roll(KIT, ED, np.random.default_rng(seed), faces=faces)
+        cond = sc.sample_conditions(seed, "neutral", area=AREA, kit=KIT)
+        if k % 2:
+            cond.motion = (5.0 + 0.25 * k, 22.5 * k)
+        else:
+            cond.defocus = 1.3 + 0.04 * k
+        r = rb.render_roll(setup, ED, roll, cond, seed)
+        out = rec.read(_file(r.image, tmp_path, "m.jpg"))
+        for die, face in r.truth["state"]["dice"].items():
+            got = out["dice"][die]
+            wrong += got is not None and got != face
+            visible += 1
+            right += got == face
+    assert wrong == 0
+    assert right >= visible - 1, (right, visible)
+
+
 def test_a_covered_die_is_not_guessed(cm3, tmp_path):
     setup, rec = cm3
     roll = rb.sample_roll(KIT, ED, np.random.default_rng(7))

@@ -45,12 +45,20 @@ whatever the camera angle. Candidates are the spots that differ most from the
 (smoothly lit) table; at each, the print's edge directions give the die's rotation
 modulo 90 degrees, and every face of both dice, in each of the four quarter turns, is
 matched (normalised cross-correlation, so neither light level nor colour matters) as
-drawn from the edition's cells and circle and the kit's print sizes. The best face
-must beat every other face clearly, or the die is not read. Which die is which comes
-out of the match too: a white die's print is dark on light, a black die's light on dark.
+drawn from the edition's cells and circle and the kit's print sizes, blurred as the
+frame is: the frame's defocus and motion streak are measured on the kit's markers
+(known print, placed by the pose; :class:`_BlurMeter`) and mapped through the local
+image scale into the top-face view, so a blurred die is compared with equally blurred
+faces rather than with sharp ones that all fit it about as badly. The best face must
+explain the die clearly better than every other face (residual-energy ratio) and fit
+every part of it (a hand over part of a die spoils one part whatever the face), or
+the die is not read. Which die is which comes out of the match too: a white die's
+print is dark on light, a black die's light on dark.
 
 Sheet: dark ink is thresholded locally; the biggest ink component is the grid (its
-lines connect everything); its outline gives four corners, the rotation is the one
+lines connect everything; small breaks from blur are closed, and larger ones too in a
+second and third try, as strong motion blur on a low-resolution camera leaves the pen
+marks the biggest piece); its outline gives four corners, the rotation is the one
 whose coloured rows (edition data), title and bonus boxes fit, and the printed grid
 lines then refine the homography (a faint grid lost to blur is placed from the paper's
 edge and the kit's layout, then refined the same way). Each square is warped to a
@@ -84,10 +92,21 @@ GAME = "bloxx"
 SYMBOLS = ".xo#"
 
 # Dice matching thresholds (normalised cross-correlation of the top face with a face's
-# print): the best face must reach MIN_NCC and beat the runner-up by MIN_MARGIN.
-MIN_NCC = 0.7
-MIN_MARGIN = 0.05
-SURE_NCC = 0.8
+# print, blurred as the frame is): the best face must reach MIN_NCC, explain the face
+# clearly better than any other face of the die -- the residual energy left by the
+# runner-up, 1 - ncc^2, at least exp(MIN_LOG_RATIO) times the best's -- and fit every
+# part of the face (MAX_WORST, see _worst_block: a hand over part of a die).
+MIN_NCC = 0.72
+MIN_LOG_RATIO = 0.5
+MAX_WORST = 0.5
+SURE_NCC = 0.85
+# Rotation search: the coarse match runs at the print's edge angle and, unless a face
+# fits there with COARSE_SURE, at every COARSE_TURN_DEG; the fine match at the best
+# coarse angle plus each of FINE_TURNS_DEG.
+COARSE_TURN_DEG = 7.5
+COARSE_SURE = 0.9
+FINE_TURNS_DEG = (0.0, -2.5, 2.5, -5.0, 5.0)
+
 COARSE_PPM = 2.0
 FINE_PPM = 5.0
 MAX_CANDIDATES = 5
@@ -144,6 +163,183 @@ def _ncc_map(img: np.ndarray, tpl: np.ndarray) -> np.ndarray:
     return cv2.matchTemplate(img, tpl, cv2.TM_CCOEFF_NORMED)
 
 
+# Blur: what the frame's optics and motion did, measured on the kit's markers and
+# applied to the face prints before matching (a print blurred as the frame is matches
+# it; a sharp one matches every blurred face about as badly).
+# Extra blur (image px) the rectifying warp adds: a pixel's footprint and bilinear
+# interpolation (variances 1/12 + 1/6 px^2).
+WARP_BLUR_PX = 0.5
+
+
+def _psf_kernel(sigma: float, length: float, angle_deg: float, B: np.ndarray | None = None,
+                extra: float = 0.0) -> np.ndarray:
+    """A blur kernel (float32, sum 1): a Gaussian (``sigma``, ``extra`` added in
+    quadrature) along a straight motion streak (``length`` at ``angle_deg``), all in
+    image px, mapped into another pixel frame by the 2x2 linear map ``B`` (identity
+    when None: the kernel in image px)."""
+    B = np.eye(2) if B is None else np.asarray(B, float)
+    d = np.array([math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))])
+    nseg = min(24, max(1, int(math.ceil(length * 4))))
+    ts = (np.arange(nseg) + 0.5) / nseg - 0.5 if length > 0 else np.zeros(1)
+    pts = (ts[:, None] * length * d[None, :]) @ B.T
+    S = B @ B.T * (sigma ** 2 + extra ** 2) + np.eye(2) * 0.09  # never under a third of a target px
+    ext = np.abs(pts).max(axis=0) + 3.2 * np.sqrt(np.diag(S))
+    rx, ry = int(math.ceil(ext[0])), int(math.ceil(ext[1]))
+    yy, xx = np.mgrid[-ry:ry + 1, -rx:rx + 1].astype(float)
+    Si = np.linalg.inv(S)
+    dx = xx[None] - pts[:, 0, None, None]
+    dy = yy[None] - pts[:, 1, None, None]
+    k = np.exp(-0.5 * (Si[0, 0] * dx * dx + 2 * Si[0, 1] * dx * dy + Si[1, 1] * dy * dy)).sum(axis=0)
+    return (k / k.sum()).astype(np.float32)
+
+
+class _BlurMeter:
+    """The frame's blur -- ``(sigma, length, angle)`` in image px: lens defocus as a
+    Gaussian, camera shake as a straight streak -- fitted where the frame shows known
+    print: the outer corner of each board marker (ArUco pattern from the kit's
+    dictionary, white quiet zone), placed by the pose. The ideal corner is rendered
+    with each pixel's footprint, blurred by a candidate, and regressed on the frame
+    (offset, gain, a light gradient and a sub-pixel shift absorb lighting and pose
+    error); the candidate with the least residual wins (coarse grid, then a local
+    search). A marker a hand covers fits badly and is left out."""
+
+    HALF_PX = 36  # half-size of the window at each marker's outer corner
+
+    def __init__(self, view: BoardView, kit: Kit, game: str) -> None:
+        self.view, self.kit, self.game = view, kit, game
+        self._key: Any = None
+        self.rois: list[tuple[tuple[int, int, int, int], np.ndarray, np.ndarray]] = []
+
+    def _prepare(self, shape: tuple[int, ...]) -> None:
+        from calibration.kit import aruco_dictionary
+
+        key = (self.view.version, shape[:2])
+        if key == self._key:
+            return
+        self._key = key
+        kit = self.kit
+        d = aruco_dictionary(kit.markers.dictionary)
+        cells = d.markerSize + 2
+        s = kit.markers.size_mm
+        q = min(kit.markers.quiet_zone_mm, 0.5 * s)
+        w, h = kit.area_mm(self.game)
+        self.rois = []
+        H, W = shape[:2]
+        for mid, corners in kit.marker_corners(self.game).items():
+            bits = cv2.aruco.generateImageMarker(d, mid, cells, borderBits=1).astype(np.float32) / 255.0
+            lo = corners[:, :2].min(axis=0)
+            cxm, cym = lo[0] + s / 2, lo[1] + s / 2
+            ocx = lo[0] if cxm < w / 2 else lo[0] + s
+            ocy = lo[1] if cym < h / 2 else lo[1] + s
+            oc = self.view.project(np.array([[ocx, ocy]]))[0]
+            x0, y0 = int(oc[0]) - self.HALF_PX, int(oc[1]) - self.HALF_PX
+            x1, y1 = int(oc[0]) + self.HALF_PX, int(oc[1]) + self.HALF_PX
+            if x0 < 0 or y0 < 0 or x1 > W or y1 > H:
+                continue
+            sub = 3
+            yy, xx = np.mgrid[y0:y1, x0:x1].astype(np.float64)
+            offs = (np.arange(sub) + 0.5) / sub - 0.5
+            acc = np.zeros(yy.shape)
+            valid = np.ones(yy.shape, bool)
+            qc = q / s * cells
+            for oy in offs:
+                for ox in offs:
+                    mm = self.view.to_plane(np.column_stack([(xx + ox).ravel(), (yy + oy).ravel()]), 0.0)
+                    u = (mm[:, 0] - lo[0]) / s * cells
+                    v = (mm[:, 1] - lo[1]) / s * cells
+                    inside = (u >= 0) & (u < cells) & (v >= 0) & (v < cells)
+                    val = np.ones(len(u))
+                    ui = np.clip(u.astype(int), 0, cells - 1)
+                    vi = np.clip(v.astype(int), 0, cells - 1)
+                    val[inside] = bits[vi[inside], ui[inside]]
+                    valid &= ((u >= -qc) & (u < cells + qc) & (v >= -qc) & (v < cells + qc)).reshape(yy.shape)
+                    acc += val.reshape(yy.shape)
+            ideal = (acc / sub / sub).astype(np.float32)
+            # Pixels near the print's edges carry the blur; beyond the quiet zone is table.
+            gm = cv2.morphologyEx(ideal, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
+            near = cv2.dilate((gm > 0.05).astype(np.uint8), np.ones((9, 9), np.uint8)) > 0
+            valid = cv2.erode(valid.astype(np.uint8), np.ones((13, 13), np.uint8)) > 0
+            valid[:7] = valid[-7:] = False
+            valid[:, :7] = valid[:, -7:] = False
+            mask = valid & near
+            if mask.sum() >= 200:
+                self.rois.append(((x0, y0, x1, y1), ideal, mask))
+
+    def measure(self, frame: np.ndarray) -> tuple[float, float, float] | None:
+        if self.view.pose is None:
+            return None
+        self._prepare(frame.shape)
+        grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
+        data = []
+        for (x0, y0, x1, y1), ideal, mask in self.rois:
+            # Blur mixes light, not sRGB values: roughly linearised.
+            obs = (grey[y0:y1, x0:x1].astype(np.float32) / 255.0) ** 2.2
+            ys, xs = np.nonzero(mask)
+            data.append((ideal, obs[mask], (xs - xs.mean()) / max(1.0, xs.std()),
+                         (ys - ys.mean()) / max(1.0, ys.std()), mask))
+        if not data:
+            return None
+        fits = [self._cost1(dd, (1.0, 0.0, 0.0)) for dd in data]
+        # The best-fitting markers (a hand over one fits badly), three at most.
+        order = [i for i in np.argsort(fits)[:3] if fits[i] <= 4 * min(fits) + 1e-4]
+        data = [data[i] for i in order]
+
+        cache: dict[tuple[float, float, float], float] = {}
+
+        def cost(p: tuple[float, float, float]) -> float:
+            if p not in cache:
+                cache[p] = sum(self._cost1(dd, p) for dd in data)
+            return cache[p]
+
+        best = min(((cost(p), p) for p in [(sg, 0.0, 0.0) for sg in (0.3, 0.8, 1.3, 1.8)]
+                    + [(sg, L, float(a)) for sg in (0.3, 0.9) for L in (2.5, 5.0) for a in range(0, 180, 30)]))
+        step = [0.25, 1.0, 15.0]
+        for _ in range(3):
+            improved = True
+            while improved:
+                improved = False
+                for i in range(3):
+                    for sgn in (-1, 1):
+                        p = list(best[1])
+                        p[i] += sgn * step[i]
+                        if p[0] < 0.2 or p[1] < 0:
+                            continue
+                        p[2] %= 180.0
+                        c = cost((round(p[0], 4), round(p[1], 4), round(p[2], 4)))
+                        if c < best[0]:
+                            best, improved = (c, tuple(p)), True
+            step = [v / 2 for v in step]
+        return best[1]
+
+    @staticmethod
+    def _cost1(dd: tuple, p: tuple[float, float, float]) -> float:
+        ideal, o, xn, yn, mask = dd
+        full = cv2.GaussianBlur(ideal, (0, 0), p[0])
+        if p[1] > 0:
+            full = cv2.filter2D(full, -1, _line_kernel(p[1], p[2]), borderType=cv2.BORDER_REPLICATE)
+        gx = cv2.Sobel(full, cv2.CV_32F, 1, 0, ksize=1)[mask]
+        gy = cv2.Sobel(full, cv2.CV_32F, 0, 1, ksize=1)[mask]
+        b = full[mask]
+        A = np.column_stack([np.ones_like(b), b, b * xn, b * yn, gx, gy]).astype(np.float64)
+        ata = A.T @ A + np.eye(6) * 1e-9
+        coef = np.linalg.solve(ata, A.T @ o)
+        r = o - A @ coef
+        return float((r * r).mean() / (coef[1] ** 2 + 1e-9))
+
+
+_LINES: dict[tuple[float, float], np.ndarray] = {}
+
+
+def _line_kernel(length: float, angle: float) -> np.ndarray:
+    key = (round(length, 3), round(angle, 3))
+    k = _LINES.get(key)
+    if k is None:
+        if len(_LINES) > 4096:
+            _LINES.clear()
+        k = _LINES[key] = _psf_kernel(0.0, length, angle)
+    return k
+
+
 @dataclass
 class _Hit:
     die: str
@@ -153,6 +349,30 @@ class _Hit:
     x: float  # top-face centre, board mm
     y: float
     yaw: float
+    worst: float = 0.0  # the worst-fitting part of the face (see _worst_block)
+
+
+def _worst_block(patch: np.ndarray, tpl: np.ndarray, blocks: int = 4) -> float:
+    """How badly the worst part of a matched face fits, in colour: every channel of
+    the (BGR) patch fitted as offset + gain x template (a die shows two colours, body
+    and ink, and their mixes at edges), the face split into ``blocks`` x ``blocks``
+    parts, each part's RMS residual over the template's print contrast. Near the
+    noise level when the whole face is seen; large where a hand or another object
+    covers part of it, whatever face is matched -- skin or a sleeve that happens to be
+    as dark as ink is not ink's colour -- so a partly covered die is not read."""
+    t = tpl.astype(np.float64).ravel()
+    o = patch.reshape(-1, patch.shape[2] if patch.ndim == 3 else 1).astype(np.float64)
+    A = np.column_stack([np.ones_like(t), t])
+    coef, *_ = np.linalg.lstsq(A, o, rcond=None)
+    r2 = ((o - A @ coef) ** 2).sum(axis=1).reshape(patch.shape[:2])
+    contrast = float(np.linalg.norm(coef[1])) * (np.percentile(t, 95) - np.percentile(t, 5)) + 1e-6
+    n = patch.shape[0]
+    edges = np.linspace(0, n, blocks + 1).astype(int)
+    worst = 0.0
+    for a in range(blocks):
+        for b in range(blocks):
+            worst = max(worst, float(np.sqrt(r2[edges[a]:edges[a + 1], edges[b]:edges[b + 1]].mean())))
+    return worst / contrast
 
 
 class DiceRecognizer:
@@ -168,6 +388,8 @@ class DiceRecognizer:
         self.gate = StabilityGate(stable_seconds)
         self.templates = _face_templates(self.kit, self.edition)
         self.dice = [d.name for d in self.edition.dice]
+        self.blur_meter = _BlurMeter(self.view, self.kit, GAME)
+        self.last_blur: tuple[float, float, float] | None = None
 
     # ------------------------------------------------------------------ reading
     def read(self, frame_bgr: np.ndarray) -> dict[str, Any]:
@@ -204,8 +426,8 @@ class DiceRecognizer:
             if h is None:
                 out_dice[d], conf[d] = None, 0.0
                 continue
-            c = _die_confidence(h.score, h.runner_up)
-            if h.score < MIN_NCC or h.score - h.runner_up < MIN_MARGIN:
+            c = _die_confidence(h)
+            if c < 0.5:
                 out_dice[d], conf[d] = None, c
                 continue
             out_dice[d], conf[d] = h.face, c
@@ -224,6 +446,7 @@ class DiceRecognizer:
             return []
         fine = self.view.rectify(frame, FINE_PPM, 0.0, z=z)
         grey = cv2.cvtColor(fine, cv2.COLOR_BGR2GRAY).astype(np.float32)
+        self.last_blur = self.blur_meter.measure(frame)
         hits: list[_Hit] = []
         half_win = 1.5 * size  # mm around a candidate
         for cx_mm, cy_mm in cands:
@@ -234,11 +457,22 @@ class DiceRecognizer:
             win = grey[y0:y1, x0:x1]
             if min(win.shape) < size * FINE_PPM + 4:
                 continue
-            hits += self._match(win, (x0, y0), (cx_mm * FINE_PPM - x0, cy_mm * FINE_PPM - y0))
-            sure = {h.die for h in hits if h.score >= SURE_NCC and h.score - h.runner_up >= 2 * MIN_MARGIN}
+            hits += [hit for hit in self._match(win, (x0, y0), (cx_mm * FINE_PPM - x0, cy_mm * FINE_PPM - y0),
+                                                (cx_mm, cy_mm), fine[y0:y1, x0:x1]) if self._in_area(hit, coarse.shape)]
+            sure = {h.die for h in hits if h.score >= SURE_NCC and _die_confidence(h) >= 0.75}
             if len(sure) == len(self.dice):
                 break  # both dice found beyond doubt: the other spots are shadows or hands
         return hits
+
+    def _in_area(self, hit: _Hit, shape: tuple[int, ...]) -> bool:
+        """A die lies in the rolling area: its centre inside the markers' frame and off
+        the markers' paper (a match there is the markers' print)."""
+        w, h = self.bx.rolling_area_mm
+        if not (0.0 <= hit.x <= w and 0.0 <= hit.y <= h):
+            return False
+        mask = self._marker_mask(shape)
+        cx, cy = int(hit.x * COARSE_PPM), int(hit.y * COARSE_PPM)
+        return not mask[min(cy, mask.shape[0] - 1), min(cx, mask.shape[1] - 1)]
 
     def _candidates(self, rect: np.ndarray) -> list[tuple[float, float]]:
         """Spots (mm) that differ most from the smoothly lit table, strongest first."""
@@ -284,66 +518,110 @@ class DiceRecognizer:
             self._mask_key = key
         return self._mask
 
-    def _match(self, win: np.ndarray, origin: tuple[int, int], centre: tuple[float, float]) -> list[_Hit]:
+    def _blurred(self, at_mm: tuple[float, float], M0: np.ndarray, level: str,
+                 which: list[int] | None = None) -> dict[int, np.ndarray]:
+        """Templates (``level`` "coarse" or "fine"; all, or ``which``) blurred as the
+        frame is at ``at_mm``: the measured image-px blur mapped into the turned
+        top-face window (``M0``, fine px) through the local image scale."""
+        size = self.bx.die.size_mm
+        x, y = at_mm
+        p = self.view.project(np.array([[x, y, -size], [x + 1, y, -size], [x, y + 1, -size]]))
+        A = np.column_stack([p[1] - p[0], p[2] - p[0]])  # image px per mm
+        B = M0[:, :2] @ (FINE_PPM * np.linalg.inv(A))
+        if level == "coarse":
+            B = B * (COARSE_PPM / FINE_PPM)
+        sigma, length, angle = self.last_blur or (0.0, 0.0, 0.0)
+        k = _psf_kernel(sigma, length, angle, B, WARP_BLUR_PX)
+        idx = range(len(self.templates)) if which is None else which
+        return {i: cv2.filter2D(getattr(self.templates[i], level), -1, k, borderType=cv2.BORDER_REPLICATE)
+                for i in idx}
+
+    def _match(self, win: np.ndarray, origin: tuple[int, int], centre: tuple[float, float],
+               at_mm: tuple[float, float], colour: np.ndarray) -> list[_Hit]:
         size = self.bx.die.size_mm
         ang, strength = _dominant_angle(win, centre, 0.8 * size * FINE_PPM)
-        M0 = cv2.getRotationMatrix2D(centre, ang, 1.0)
-        rot0 = cv2.warpAffine(win, M0, (win.shape[1], win.shape[0]), flags=cv2.INTER_LINEAR,
-                              borderMode=cv2.BORDER_REPLICATE)
-        # Coarse: every face in every quarter turn, over the whole window.
-        small = cv2.resize(rot0, None, fx=COARSE_PPM / FINE_PPM, fy=COARSE_PPM / FINE_PPM, interpolation=cv2.INTER_AREA)
-        coarse = []
-        for t in self.templates:
-            if small.shape[0] < t.coarse.shape[0] or small.shape[1] < t.coarse.shape[1]:
-                return []
-            _, mx, _, loc = cv2.minMaxLoc(_ncc_map(small, t.coarse))
-            coarse.append((mx, loc, t))
-        coarse.sort(key=lambda s: -s[0])
+        # Coarse: every face in every quarter turn, over the whole window, at the edge
+        # angle and, unless a face fits there well, at every COARSE_TURN_DEG step (the
+        # edges near a die include its sides' print, which can mislead the edge angle
+        # on an oblique view).
+        by_angle: dict[float, list[tuple[float, tuple[int, int], int]]] = {}
+        sweep = [float(a) for a in np.arange(0.0, 90.0, COARSE_TURN_DEG)]
+        for theta in [round(ang % 90.0, 2)] + sweep:
+            if theta in sweep and max(v[0][0] for v in by_angle.values()) >= COARSE_SURE:
+                break
+            M = cv2.getRotationMatrix2D(centre, theta, 1.0)
+            rot = cv2.warpAffine(win, M, (win.shape[1], win.shape[0]), flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE)
+            small = cv2.resize(rot, None, fx=COARSE_PPM / FINE_PPM, fy=COARSE_PPM / FINE_PPM,
+                               interpolation=cv2.INTER_AREA)
+            tpl_c = self._blurred(at_mm, M, "coarse")
+            scores = []
+            for i, t in enumerate(self.templates):
+                if small.shape[0] < t.coarse.shape[0] or small.shape[1] < t.coarse.shape[1]:
+                    return []
+                _, mx, _, loc = cv2.minMaxLoc(_ncc_map(small, tpl_c[i]))
+                scores.append((mx, loc, i))
+            by_angle[theta] = sorted(scores, key=lambda s: -s[0])
+        ang = max(by_angle, key=lambda a: by_angle[a][0][0])
+        coarse = by_angle[ang]
         top_loc = coarse[0][1]
+        M0 = cv2.getRotationMatrix2D(centre, ang, 1.0)
         # Fine: the best few faces of each die (two quarter turns each), near the best
-        # coarse position (the face square is the same for every face), at the edge
-        # angle and slightly either side of it.
-        chosen: list[_Template] = []
+        # coarse position (the face square is the same for every face), at the best
+        # coarse angle and in steps either side of it.
+        chosen: list[int] = []
         for die in self.dice:
             faces: dict[str, int] = {}
-            for mx, loc, t in coarse:
+            for mx, loc, i in coarse:
+                t = self.templates[i]
                 if t.die != die:
                     continue
                 if faces.get(t.face, 0) < 2 and (t.face in faces or len(faces) < 3):
                     faces[t.face] = faces.get(t.face, 0) + 1
-                    chosen.append(t)
+                    chosen.append(i)
+        fine_tpl = self._blurred(at_mm, M0, "fine", chosen)
         n = self.templates[0].fine.shape[0]
         pad = int(FINE_PPM * 1.5)
         fx = int(round(top_loc[0] * FINE_PPM / COARSE_PPM))
         fy = int(round(top_loc[1] * FINE_PPM / COARSE_PPM))
         best: dict[tuple[str, str], tuple[float, float, float, float]] = {}  # -> score, x, y, yaw
-        for dang in (0.0, -2.5, 2.5):
+        where: dict[tuple[str, str], tuple[np.ndarray, int, int, int]] = {}  # -> turn, patch corner, template
+        for dang in FINE_TURNS_DEG:
             theta = ang + dang
             M = cv2.getRotationMatrix2D(centre, theta, 1.0)
-            rot = rot0 if dang == 0 else cv2.warpAffine(win, M, (win.shape[1], win.shape[0]), flags=cv2.INTER_LINEAR,
-                                                        borderMode=cv2.BORDER_REPLICATE)
+            rot = cv2.warpAffine(win, M, (win.shape[1], win.shape[0]), flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE)
             ax0, ay0 = max(0, fx - pad), max(0, fy - pad)
             ax1, ay1 = min(rot.shape[1], fx + n + pad), min(rot.shape[0], fy + n + pad)
             area = rot[ay0:ay1, ax0:ax1]
             if area.shape[0] < n or area.shape[1] < n:
                 continue
             Minv = cv2.invertAffineTransform(M)
-            for t in chosen:
-                _, mx, _, loc = cv2.minMaxLoc(_ncc_map(area, t.fine))
+            for i in chosen:
+                t = self.templates[i]
+                _, mx, _, loc = cv2.minMaxLoc(_ncc_map(area, fine_tpl[i]))
                 key = (t.die, t.face)
                 if key not in best or mx > best[key][0]:
                     px = np.array([ax0 + loc[0] + n / 2 - 0.5, ay0 + loc[1] + n / 2 - 0.5, 1.0])
                     wx, wy = Minv @ px
                     best[key] = (float(mx), (origin[0] + wx + 0.5) / FINE_PPM, (origin[1] + wy + 0.5) / FINE_PPM,
                                  float(theta))
+                    where[key] = (M, ax0 + loc[0], ay0 + loc[1], i)
         hits = []
         for die in self.dice:
             ranked = sorted(((v, k) for k, v in best.items() if k[0] == die), key=lambda x: -x[0][0])
             if not ranked:
                 continue
             (s1, x, y, yaw), (_, face) = ranked[0]
-            s2 = ranked[1][0][0] if len(ranked) > 1 else -1.0
-            hits.append(_Hit(die, face, s1, s2, x, y, yaw))
+            # The runner-up is any other face, of either die: a spot the other die's
+            # print explains about as well (a partly covered die of the other colour) is
+            # no clear reading of this one.
+            s2 = max((v[0] for k, v in best.items() if k != (die, face)), default=-1.0)
+            M, px0, py0, i = where[(die, face)]
+            turned = cv2.warpAffine(colour, M, (colour.shape[1], colour.shape[0]), flags=cv2.INTER_LINEAR,
+                                    borderMode=cv2.BORDER_REPLICATE)
+            patch = turned[py0:py0 + n, px0:px0 + n]
+            hits.append(_Hit(die, face, s1, s2, x, y, yaw, _worst_block(patch, fine_tpl[i])))
         return hits
 
     # -------------------------------------------------------- recogniser interface
@@ -354,7 +632,10 @@ class DiceRecognizer:
         return {"game": GAME, "frame": index, "t": round(float(t), 4), "stable": bool(motion.stable and not unread),
                 "occluded": unread, "confidence": round(float(reading["confidence"]), 4),
                 "state": {"dice": reading["dice"]},
-                "die_confidence": {k: round(float(v), 4) for k, v in reading["die_confidence"].items()}}
+                "die_confidence": {k: round(float(v), 4) for k, v in reading["die_confidence"].items()},
+                # Where each read die lies ([x mm, y mm, yaw deg] in the rolling area): the
+                # referee tells dice that were thrown from dice something only passed over.
+                "dice_at": reading["where"]}
 
     def overlay(self, frame_bgr: np.ndarray, observation: dict[str, Any]) -> np.ndarray:
         out = frame_bgr.copy()
@@ -374,12 +655,22 @@ class DiceRecognizer:
         return out
 
 
-def _die_confidence(s1: float, s2: float) -> float:
-    """0..1 from the best match and its margin over the runner-up."""
-    a = np.clip((s1 - MIN_NCC) / 0.25, 0, 1)
-    b = np.clip((s1 - s2 - MIN_MARGIN) / 0.2, 0, 1)
-    return float(0.5 + 0.5 * min(a, b)) if s1 >= MIN_NCC and s1 - s2 >= MIN_MARGIN else float(0.5 * min(
-        np.clip(s1 / MIN_NCC, 0, 1), np.clip((s1 - s2) / MIN_MARGIN, 0, 1)))
+def _log_ratio(h: _Hit) -> float:
+    """How much better the best face explains the die than the runner-up: log of the
+    ratio of their residual energies (1 - ncc^2)."""
+    return float(math.log((1.0 - min(max(h.runner_up, 0.0), 0.999) ** 2) / (1.0 - min(h.score, 0.999) ** 2)))
+
+
+def _die_confidence(h: _Hit) -> float:
+    """0..1 from the best match, its lead over the runner-up and its worst part: at
+    least 0.5 exactly when every threshold is met (the die is read), rising to 1 as
+    the weakest of the three clears its threshold by a wide margin."""
+    parts = [(h.score - MIN_NCC) / 0.2, (_log_ratio(h) - MIN_LOG_RATIO) / 1.0, (MAX_WORST - h.worst) / 0.3]
+    if min(parts) >= 0:
+        return float(0.5 + 0.5 * min(1.0, min(parts)))
+    low = [np.clip(h.score / MIN_NCC, 0, 1), np.clip(_log_ratio(h) / MIN_LOG_RATIO, 0, 1),
+           np.clip(MAX_WORST / max(h.worst, 1e-6), 0, 1)]
+    return float(min(0.499, 0.5 * min(low)))
 
 
 Recognizer = DiceRecognizer
@@ -441,13 +732,23 @@ class SheetReader:
         return ((grey < mean * 0.78) & (grey < mean - 12)).astype(np.uint8)
 
     def _quads(self, grey: np.ndarray) -> list[np.ndarray]:
-        # Blur can break thin grid lines: close small breaks so the grid is one piece.
-        ink = cv2.dilate(self._ink(grey), np.ones((3, 3), np.uint8))
+        ink0 = self._ink(grey)
+        out = []
+        # Blur can break thin grid lines: close small breaks so the grid is one piece;
+        # heavier blur (motion on a low-resolution camera) leaves the pen marks as the
+        # largest piece unless larger breaks are closed too. Both outlines are tried.
+        for k in (3, 7, 11):
+            for q in self._quads_of(cv2.dilate(ink0, np.ones((k, k), np.uint8)), grey.shape):
+                if not any(np.abs(q - np.roll(o, j, axis=0)).max() < 3 for o in out for j in range(4)):
+                    out.append(q)
+        return out
+
+    def _quads_of(self, ink: np.ndarray, shape: tuple[int, ...]) -> list[np.ndarray]:
         n, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
         if n <= 1:
             return []
         order = np.argsort(-stats[1:, cv2.CC_STAT_AREA])[:4] + 1
-        H, W = grey.shape
+        H, W = shape[:2]
         quads = []
         for i in order:
             x, y, w, h = stats[i, :4]
