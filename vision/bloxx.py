@@ -700,6 +700,7 @@ class SheetReading:
 
 
 CANON_PPM = 5.0  # canonical pixels per mm of a rectified sheet
+MIN_GRID_LINES = 30  # grid-line samples a sheet hypothesis's refit must find
 
 
 class SheetReader:
@@ -855,22 +856,33 @@ class SheetReader:
         paper_mm = np.array([[0, 0], [pw, 0], [pw, ph], [0, ph]], np.float32)
         gx, gy = self._paper_off
         to_paper = np.array([[1, 0, gx], [0, 1, gy], [0, 0, 1]], np.float64)
+        # A quarter turn of the corner order changes the grid's fit; a half turn only its
+        # reading direction: the grid lines are refitted once per fit, both directions scored.
+        gw, gh = self.cols_n * self.q, self.rows_n * self.q
+        half = np.array([[-1, 0, gw], [0, -1, gh], [0, 0, 1]], np.float64)
         for quad in quads:
-            for k in range(4):
+            for k in range(2):
                 corners = np.roll(quad, -k, axis=0)
                 # The outline is the grid's border, or (the grid's thin lines lost to
                 # blur) the paper's edge, the grid then where the kit prints it.
                 for H in (cv2.getPerspectiveTransform(self.grid_mm, corners),
                           cv2.getPerspectiveTransform(paper_mm, corners) @ to_paper):
-                    hyps.append((self._orientation_score(img, H), H))
+                    hyps.append((max(self._orientation_score(img, H), self._orientation_score(img, H @ half)), H))
         hyps.sort(key=lambda h: -h[0])
+        # Under motion blur the sharp print matches the right outline poorly until the
+        # grid lines are refitted to it (a cluster of pen marks can score better before),
+        # so every hypothesis is refitted and judged afterwards; one whose refit found
+        # too few grid lines (MIN_GRID_LINES) is no grid.
         best = None
-        for s0, H0 in hyps[:3]:
+        for _, H0 in hyps:
             H1, lines = self._refine(grey, H0)
-            s1 = self._orientation_score(img, H1) if lines else s0
-            if best is None or (s1, lines) > (best[0], best[2]):
-                best = (s1, H1, lines)
-        if best is None or best[0] < 0.15 or best[2] < 30:
+            if lines < MIN_GRID_LINES:
+                continue
+            for Hd in (H1, H1 @ half):
+                s1 = self._orientation_score(img, Hd)
+                if best is None or (s1, lines) > (best[0], best[2]):
+                    best = (s1, Hd, lines)
+        if best is None or best[0] < 0.15:
             return SheetReading(False, why="no Bloxx! sheet grid found in the photo")
         H = best[1]
         corners = cv2.perspectiveTransform(self.grid_mm.reshape(-1, 1, 2), H).reshape(4, 2)
