@@ -24,6 +24,10 @@ class SourceRunner(threading.Thread):
     def stop(self) -> None:
         self._stop_event.set()
 
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called: a live source's reading loop ends then."""
+        return self._stop_event.is_set()
+
     def healthy(self) -> bool:
         """False when the runner is stuck: its loop has not turned for 30 seconds."""
         if not self.is_alive():

@@ -109,6 +109,17 @@ class Server(Process):
         raise TimeoutError("replay did not finish")
 
 
+def replay_to_end(recording: Path, tmp_path: Path, stable_seconds: float, timeout: float = 900) -> tuple[dict, list[dict]]:
+    """`bloxcam serve` a recording with camera frames as fast as it goes: the final state and every event."""
+    server = Server(recording, tmp_path / "table.sqlite", speed=0, extra=["--stable-seconds", str(stable_seconds)])
+    try:
+        state = server.wait_finished(timeout=timeout)
+        events = server.get("/api/events?after=0&limit=5000")
+    finally:
+        server.stop()
+    return state, events
+
+
 def events_in_log(log: Path) -> list[dict]:
     """The committed events, read straight from the SQLite file."""
     import sqlite3

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from service.referees.blockout import FALL_CONFIRM_S, BlockOutReferee
-from service_helpers import FIXTURES
+from service_helpers import FIXTURES, replay_to_end
 
 PLAYERS = ["ann", "ben", "cleo"]
 BLOCKS = [{"color": "red", "size": "large"}, {"color": "black", "size": "small"}, {"color": "yellow", "size": "medium"}]
@@ -139,24 +139,12 @@ def test_a_restored_table_decides_as_the_live_one(tmp_path):
 # ------------------------------------------------------------------ camera and sensor through the real service
 
 
-def serve_until_finished(fixture, tmp_path):
-    from service_helpers import Server
-
-    server = Server(fixture, tmp_path / "table.sqlite", speed=0, extra=["--stable-seconds", "0.5"])
-    try:
-        state = server.wait_finished(timeout=900)
-        events = server.get("/api/events?after=0&limit=5000")
-    finally:
-        server.stop()
-    return state, events
-
-
 def test_camera_and_sensor_through_the_service_agree_on_the_fall(tmp_path):
     """Frames through the stack recogniser and the trace through the detector, in time order:
     the camera confirms the sensor's fall and the game ends as recorded."""
     fixture = FIXTURES / "blockout" / "camera-game"
     expect = json.loads((fixture / "meta.json").read_text())["expect"]
-    state, events = serve_until_finished(fixture, tmp_path)
+    state, events = replay_to_end(fixture, tmp_path, stable_seconds=0.5)
     assert state["stack"] == expect["stack"] and state["current"] == expect["current"]
     assert state["falls"] == expect["falls"]
     stability = [e for e in events if e["kind"] == "stability"]
@@ -169,7 +157,7 @@ def test_camera_and_sensor_through_the_service_agree_on_the_fall(tmp_path):
 def test_a_sensor_fall_the_camera_sees_standing_is_taken_back(tmp_path):
     """camera-knock: the trace's fall is shown on camera as a stack still standing."""
     fixture = FIXTURES / "blockout" / "camera-knock"
-    state, events = serve_until_finished(fixture, tmp_path)
+    state, events = replay_to_end(fixture, tmp_path, stable_seconds=0.5)
     [fell] = [e for e in events if e.get("event") == "fell"]
     [back] = [e for e in events if e["kind"] == "correction"]
     assert fell["source"] == "sensor" and back["seq"] > fell["seq"] and "knock" in back["why"]

@@ -19,7 +19,7 @@ import pytest
 from bloxx_helpers import FIRST_ROLL, legal_first_placement_photo
 from service.referees.bloxx import BloxxReferee
 from service.sheetphoto import SheetPhotoDesk, _majority
-from service_helpers import FIXTURES, PIN, Server, http
+from service_helpers import FIXTURES, PIN, Server, http, replay_to_end
 from vision.bloxx import SheetReader
 from vision.evaluate import calibration_from_dir
 
@@ -165,12 +165,7 @@ def test_majority_of_split_readings_leaves_the_square_unsure():
 
 def test_camera_game_through_the_service_reaches_the_true_scores_and_sheets(tmp_path):
     """Frames -> dice recognition -> referee; phone placements; sheets held up on request."""
-    server = Server(CAMERA_GAME, tmp_path / "table.sqlite", speed=0, extra=["--stable-seconds", "0.25"])
-    try:
-        state = server.wait_finished(timeout=900)
-        events = server.get("/api/events?after=0&limit=5000")
-    finally:
-        server.stop()
+    state, events = replay_to_end(CAMERA_GAME, tmp_path, stable_seconds=0.25)
     assert state["scores"] == META["final_scores"]
     assert state["sheets"] == META["final_sheets"]
     actions = [e for e in events if e["kind"] == "action"]

@@ -123,7 +123,7 @@ def sensor_runner(service, sensor_config):
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the {sensor_config.kind} sensor: {exc}") from exc
     runner = AccelRunner(service, None, StabilityDetector(), speed=0)
-    runner.samples = stream(sensor, stopped=runner._stop_event.is_set)
+    runner.samples = stream(sensor, stopped=runner.stopping)
     return runner
 
 
@@ -243,29 +243,30 @@ def _notify_when_listening(server, url: str) -> None:
         systemd.ready(f"serving {url}")
 
 
+def recorded_trace(folder: Path) -> list:
+    """A fixture's ``accel.csv`` samples; a bad file is the user's error, said plainly."""
+    from device.accelcsv import AccelCsvError, read_csv
+
+    try:
+        return list(read_csv(folder / "accel.csv"))
+    except AccelCsvError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def sensor_lines(folder: Path) -> list[dict]:
     """The stability detector's events over a recorded trace, as recording lines."""
-    from device.accelcsv import AccelCsvError, read_csv
     from device.stability import StabilityDetector
 
     detector = StabilityDetector()
-    try:
-        events = [e for sample in read_csv(folder / "accel.csv") for e in detector.update(*sample)]
-    except AccelCsvError as exc:
-        raise CliError(str(exc)) from exc
-    events += detector.finish()
+    events = [e for sample in recorded_trace(folder) for e in detector.update(*sample)] + detector.finish()
     return [{"kind": "stability", "event": e["event"], "t": e["t"]} for e in events]
 
 
 def accel_runner(service, folder: Path, recording, speed: float):
     """Block Out!: the recorded accelerometer trace through the stability detector."""
-    from device.accelcsv import AccelCsvError, read_csv
     from device.stability import StabilityDetector
     from service.runner import AccelRunner
 
-    try:
-        samples = list(read_csv(folder / "accel.csv"))
-    except AccelCsvError as exc:
-        raise CliError(str(exc)) from exc
+    samples = recorded_trace(folder)
     inputs = [line for line in recording.lines if "declare" in line or "correct" in line or "undo" in line]
     return AccelRunner(service, samples, StabilityDetector(), inputs, speed)
