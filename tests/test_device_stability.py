@@ -348,3 +348,31 @@ def test_a_weak_low_knock_at_the_adxl345_noise_floor_is_not_a_train():
         _ring(t, acc, 2.0, 0.88, f=90.0, tau=0.008)
         acc = np.round(acc / lsb) * lsb
         assert _events(t, acc) == [], seed
+
+
+def test_an_impact_on_the_base_itself_is_a_fall_at_once():
+    """A block landing on the base rings it at well over 1 g at the sensor; a knock on
+    the table reaches it through the soft feet far weaker. So a lone impact that
+    reaches ``base_hit_g`` out of a still base is a fall, decided within a few
+    samples of its onset rather than at the next bounce or after the tilt settles;
+    the same ring at half a g is a knock and changes nothing."""
+    for noise_seed in range(3):
+        t, acc = _quiet(6, seed=noise_seed)
+        hit = acc.copy()
+        _ring(t, hit, 3.0, 25.0)  # peaks at ~1.4 g through the high-pass
+        ev = _events(t, hit)
+        assert [e["event"] for e in ev] == ["fell"], noise_seed
+        assert ev[0]["why"] == "impact on the base itself"
+        assert ev[0]["t"] == pytest.approx(3.0, abs=0.004)
+        assert ev[0]["detected"] - ev[0]["t"] <= 0.006
+        knock = acc.copy()
+        _ring(t, knock, 3.0, 5.0)
+        assert _events(t, knock) == [], noise_seed
+
+
+def test_base_hit_level_is_configuration_and_the_camera_still_vetoes_it():
+    t, acc = _quiet(6)
+    _ring(t, acc, 3.0, 25.0)
+    assert _events(t, acc, StabilityConfig(base_hit_g=3.0)) == []  # a lone impulse, tilt unchanged
+    assert _events(t, acc, stack_height=lambda when: 4.0) == []  # the camera sees the stack whole
+    assert [e["event"] for e in _events(t, acc, stack_height=lambda when: 4.0 if when < 2.95 else 2.0)] == ["fell"]
