@@ -25,17 +25,23 @@ file = ""
 [sensor]                # Block Out!: the accelerometer under the stacking base
 kind = "mpu6050"        # none | mpu6050 | adxl345 | iio
 bus = 1                 # I2C bus; address defaults to 0x68 (mpu6050) or 0x53 (adxl345)
+
+[stability]             # Block Out!: any threshold of device.stability.StabilityConfig
+base_hit_g = 1.5        # e.g. a table whose knocks reach the sensor above 1 g
 ```
 Relative paths are taken from the config file's folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from device.accel.sensor import SENSORS, SensorConfig
+from device.stability import StabilityConfig
 from service.tomlconfig import TomlReader, load_toml
 
 GAMES = ("blox", "bloxo", "bloxx", "blockers", "blockout")
@@ -103,6 +109,7 @@ class TableConfig:
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     path: Path | None = None
     sensor: SensorConfig = field(default_factory=SensorConfig)
+    stability: StabilityConfig = field(default_factory=StabilityConfig)
 
 
 def load_config(path: str | Path) -> TableConfig:
@@ -113,7 +120,8 @@ def load_config(path: str | Path) -> TableConfig:
 def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     where = str(path) if path else "configuration"
     base = path.parent if path else Path.cwd()
-    reader = TomlReader(data, where, ConfigError, {"table", "game", "source", "calibration", "mqtt", "sensor"})
+    reader = TomlReader(data, where, ConfigError, {"table", "game", "source", "calibration", "mqtt", "sensor",
+                                                     "stability"})
     section, typed = reader.section, reader.typed
 
     def resolve(p: str) -> Path:
@@ -178,7 +186,22 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
     sensor = _sensor(section, typed, resolve, where)
     if kind == "none" and (name != "blockout" or sensor.kind == "none"):
         raise ConfigError(f"{where}: [source] kind 'none' (no camera) is for a Block Out! table with a [sensor]")
-    return TableConfig(table, game, source, calibration, mqtt, path, sensor)
+    return TableConfig(table, game, source, calibration, mqtt, path, sensor, _stability(section, where))
+
+
+def _stability(section: Any, where: str) -> StabilityConfig:
+    """[stability]: Block Out!'s detector thresholds, each a StabilityConfig field (its
+    docstring gives the meaning and the default); the rest keep their defaults."""
+    names = {f.name for f in dataclasses.fields(StabilityConfig)}
+    x = section("stability", names)
+    values: dict[str, float] = {}
+    for key, value in x.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{where}: [stability] {key} must be a number >= 0, not {value!r}")
+        values[key] = float(value)
+    if values.get("rate_hz") == 0:
+        raise ConfigError(f"{where}: [stability] rate_hz must be above 0 (leave it out to infer it)")
+    return StabilityConfig(**values)
 
 
 def _sensor(section: Any, typed: Any, resolve: Any, where: str) -> SensorConfig:

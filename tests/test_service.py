@@ -82,6 +82,53 @@ def test_sensor_config_is_checked(tmp_path):
     assert (sensor.kind, sensor.i2c_address, sensor.rate_hz, sensor.poll_s) == ("adxl345", 0x1D, 800.0, 0.01)
 
 
+def test_stability_thresholds_come_from_the_table_config(tmp_path):
+    """[stability] sets any threshold of the Block Out! detector (device.stability.StabilityConfig),
+    checked on load, and `serve` runs the detector with them."""
+    from service_helpers import Process, free_port
+
+    path = tmp_path / "table.toml"
+    fixture = FIXTURES / "blockout" / "game-3p"
+    head = f'[game]\nname = "blockout"\nplayers = ["ann", "bo", "cy"]\n[source]\npath = "{fixture}"\nspeed = 0\n'
+    path.write_text(head + "[stability]\nbase_hit = 2\n")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['base_hit'\] in \[stability\]"):
+        load_config(path)
+    path.write_text(head + "[stability]\nbase_hit_g = -1\n")
+    with pytest.raises(ConfigError, match=r"\[stability\] base_hit_g must be a number >= 0"):
+        load_config(path)
+    path.write_text(head + '[stability]\nbase_hit_g = "high"\n')
+    with pytest.raises(ConfigError, match=r"\[stability\] base_hit_g must be a number"):
+        load_config(path)
+    path.write_text(head)
+    assert load_config(path).stability.base_hit_g == 1.0  # the documented default
+    path.write_text(head + "[stability]\nbase_hit_g = 2\nsettle_level = 0.25\n")
+    stability = load_config(path).stability
+    assert (stability.base_hit_g, stability.settle_level) == (2.0, 0.25)
+
+    # Through the real server: a placement level no hand reaches leaves only the fall.
+    port = free_port()
+    path.write_text(f"""
+[table]
+pin = "{PIN}"
+port = {port}
+log = "table.sqlite"
+{head}
+[stability]
+active_level = 100
+""")
+    server = Process(["serve", "--config", str(path), "--quiet"], tmp_path / "serve.out", f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            events = server.get("/api/events?after=0")
+            if any(e.get("event") == "fell" for e in events):
+                break
+            time.sleep(0.3)
+    finally:
+        server.stop()
+    assert [e["event"] for e in events if e["kind"] == "stability"] == ["fell"]
+
+
 @pytest.fixture
 def served(tmp_path):
     server = Server(GAME, tmp_path / "table.sqlite", speed=0)

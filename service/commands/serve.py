@@ -108,11 +108,11 @@ def make_runner(config, service, recording):
     if config.source.kind != "none":
         runners.append(source_runner(config, service, recording))
     if config.game.name == "blockout" and config.sensor.kind != "none" and config.source.kind != "replay":
-        runners.append(sensor_runner(service, config.sensor))
+        runners.append(sensor_runner(service, config.sensor, config.stability))
     return runners[0] if len(runners) == 1 else RunnerGroup(runners)
 
 
-def sensor_runner(service, sensor_config):
+def sensor_runner(service, sensor_config, stability_config):
     """Block Out!'s live stack sensor: the accelerometer through the stability detector."""
     from device.accel.sensor import open_sensor, stream
     from device.stability import StabilityDetector
@@ -122,7 +122,7 @@ def sensor_runner(service, sensor_config):
         sensor = open_sensor(sensor_config)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the {sensor_config.kind} sensor: {exc}") from exc
-    runner = AccelRunner(service, None, StabilityDetector(), speed=0)
+    runner = AccelRunner(service, None, StabilityDetector(stability_config), speed=0)
     runner.samples = stream(sensor, stopped=runner.stopping)
     return runner
 
@@ -135,9 +135,9 @@ def source_runner(config, service, recording):
     sensor: list[dict] = []
     if folder is not None and config.game.name == "blockout" and source.frames and (folder / "accel.csv").is_file():
         if not has_frames(folder):
-            return accel_runner(service, folder, recording, source.speed)
+            return accel_runner(service, folder, recording, source.speed, config.stability)
         # A camera watches the stack too: one thread feeds frames and sensor events in time order.
-        sensor = sensor_lines(folder)
+        sensor = sensor_lines(folder, config.stability)
     if folder is not None and not (source.frames and folder.is_dir() and has_frames(folder)):
         return ReplayRunner(service, recording, source.speed)
     import vision
@@ -253,20 +253,20 @@ def recorded_trace(folder: Path) -> list:
         raise CliError(str(exc)) from exc
 
 
-def sensor_lines(folder: Path) -> list[dict]:
+def sensor_lines(folder: Path, stability_config) -> list[dict]:
     """The stability detector's events over a recorded trace, as recording lines."""
     from device.stability import StabilityDetector
 
-    detector = StabilityDetector()
+    detector = StabilityDetector(stability_config)
     events = [e for sample in recorded_trace(folder) for e in detector.update(*sample)] + detector.finish()
     return [{"kind": "stability", "event": e["event"], "t": e["t"]} for e in events]
 
 
-def accel_runner(service, folder: Path, recording, speed: float):
+def accel_runner(service, folder: Path, recording, speed: float, stability_config):
     """Block Out!: the recorded accelerometer trace through the stability detector."""
     from device.stability import StabilityDetector
     from service.runner import AccelRunner
 
     samples = recorded_trace(folder)
     inputs = [line for line in recording.lines if "declare" in line or "correct" in line or "undo" in line]
-    return AccelRunner(service, samples, StabilityDetector(), inputs, speed)
+    return AccelRunner(service, samples, StabilityDetector(stability_config), inputs, speed)
