@@ -67,6 +67,15 @@ class Process:
         assert status == 200, (status, body)
         return body
 
+    def events_until(self, done: Any, timeout: float, poll_s: float = 0.3) -> list[dict]:
+        """The table's events, polled until ``done(events)`` holds or ``timeout`` s pass."""
+        deadline = time.time() + timeout
+        while True:
+            events = self.get("/api/events?after=0")
+            if done(events) or time.time() > deadline:
+                return events
+            time.sleep(poll_s)
+
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)

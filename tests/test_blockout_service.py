@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -111,12 +110,7 @@ emulate = "trace.csv"
             status, body = http("POST", server.url + "/api/declare",
                                 {"player": player, "action": {"type": "block", "block": block}}, pin=PIN)
             assert status == 200, body
-        deadline = time.time() + QUIET_S + 30
-        while time.time() < deadline:
-            events = server.get("/api/events?after=0")
-            if any(e.get("event") == "stood" for e in events):
-                break
-            time.sleep(0.5)
+        events = server.events_until(lambda events: any(e.get("event") == "stood" for e in events), QUIET_S + 30, 0.5)
     finally:
         server.stop()
     sensor = [e for e in events if e["kind"] == "stability"]

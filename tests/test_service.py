@@ -118,12 +118,7 @@ active_level = 100
 """)
     server = Process(["serve", "--config", str(path), "--quiet"], tmp_path / "serve.out", f"http://127.0.0.1:{port}")
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            events = server.get("/api/events?after=0")
-            if any(e.get("event") == "fell" for e in events):
-                break
-            time.sleep(0.3)
+        events = server.events_until(lambda events: any(e.get("event") == "fell" for e in events), 30)
     finally:
         server.stop()
     assert [e["event"] for e in events if e["kind"] == "stability"] == ["fell"]
