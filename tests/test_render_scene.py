@@ -84,6 +84,19 @@ def test_hands_make_frames_unstable_and_occlude_cells(setup):
     assert np.abs(r.image[p[1], p[0]].astype(int) - calm.image[p[1], p[0]].astype(int)).sum() > 30
 
 
+def test_only_a_hand_over_the_area_makes_a_frame_unstable(setup):
+    """Truth `stable` marks the frames a recogniser must not commit: a hand over the marked
+    area in the picture. An arm still far off (out of the picture, as at the start and end
+    of render_sequence's reach) leaves the frame stable and its cells unoccluded."""
+    state = st.random_state(KIT, "blox", np.random.default_rng(3))
+    w, h = KIT.area_mm("blox")
+    far = sc.render_frame(setup, state, sc.Conditions(hands=[sc.Hand(target=(w / 2, h + 900), height=100)]), 9)
+    assert far.meta["hand_over_area"] == 0.0
+    assert far.truth["stable"] is True and far.truth["occluded"] == []
+    near = sc.render_frame(setup, state, sc.Conditions(hands=[sc.Hand(target=(w / 2, h / 2), height=100)]), 9)
+    assert near.meta["hand_over_area"] > 0.02 and near.truth["stable"] is False
+
+
 @pytest.mark.parametrize("preset", sc.PRESETS)
 def test_every_condition_renders(setup, preset):
     cond = sc.sample_conditions(11, preset, kit=KIT)
