@@ -287,7 +287,7 @@ def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
     """The group sums are computed per kind of cost (constant, one colour, four colours);
     they must equal summing every visible entry's four costs directly."""
     from calibration.store import load_calibration
-    from vision._blox_geometry import N_GTYPES, N_HYP
+    from vision._blox_geometry import CHIP, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN
     from vision.blox import UNKNOWN_COST
 
     rec = make_recognizer("blox", load_calibration(cal_file))
@@ -295,10 +295,10 @@ def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
     rec.process(image, 0.0, 0)
     g = rec.geometry()
     rng = np.random.default_rng(3)
-    Q = rng.uniform(0, 4.5, (4, len(g.px) * 8)).astype(np.float32)
-    Q[:, 0::8] = UNKNOWN_COST  # what _probe_costs puts where a hypothesis predicts nothing known
-    for src in (1, 2, 7):  # single-valued sources carry one value in all four columns
-        Q[:, src::8] = Q[0, src::8]
+    Q = rng.uniform(0, 4.5, (4, len(g.px) * N_SRC)).astype(np.float32)
+    Q[:, UNKNOWN::N_SRC] = UNKNOWN_COST  # what _probe_costs puts where a hypothesis predicts nothing known
+    for src in (OWN, CHIP, OWN_BODY, TABLE):  # single-valued sources carry one value in all four columns
+        Q[:, src::N_SRC] = Q[0, src::N_SRC]
     visible = rng.random(len(g.px)) > 0.2
     cost, S, cnt = rec._score(Q, visible, g)
     size = 81 * N_HYP * N_GTYPES
@@ -314,3 +314,76 @@ def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
     part = rec._score(Q, visible2, g, cells, (cost, S, cnt))
     full = rec._score(Q, visible2, g)
     assert np.allclose(part[1], full[1], atol=1e-3) and np.allclose(part[0], full[0], atol=1e-3)
+
+
+def test_under_a_hand_stands_at_most_one_block_more_than_was_read(cal_file):
+    """A hand hides what it covers in the image by its own mask; for hiding the cells
+    *behind* it, what stands under it is at most what was last read there plus one
+    block (or a figure), not the tallest tower, so a hand does not blank the row behind
+    it. Before anything has been read, the tallest tower is assumed."""
+    from calibration.store import load_calibration
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    b = rec.kit.blox
+    tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
+    assert np.all(rec._hand_cell_top() == tallest)
+    truth = json.loads((FIX / "neutral" / "truth.jsonl").read_text("utf-8").splitlines()[0])
+    image = read_image(FIX / "neutral" / "frames" / "000000.jpg")
+    rec.process(image, 0.0, 0)
+    obs = rec.process(image, 1.5, 1)
+    top = rec._hand_cell_top().reshape(9, 9)
+    occ = {tuple(x) for x in obs["occluded"]}
+    checked = 0
+    for r in range(9):
+        for c in range(9):
+            cell = truth["state"]["cells"][r][c]
+            if (r, c) in occ or cell != obs["state"]["cells"][r][c]:
+                continue
+            if cell and "tower" in cell:
+                was = len(cell["tower"]) * b.block.height_mm + b.chip.thickness_mm
+            else:
+                was = b.figure.height_mm if cell else 0.0
+            grown = max(was + b.block.height_mm + (b.chip.thickness_mm if was == 0 else 0), b.figure.height_mm)
+            assert top[r, c] == pytest.approx(min(grown + 1, tallest))
+            checked += 1
+    assert checked > 60
+    assert (top < tallest).sum() > 60
+
+
+def test_side_shading_is_not_swung_by_one_tower_with_few_probes(cal_file):
+    """The side faces' shading per orientation is measured from the towers' top blocks.
+    Many towers agreeing set it; a single tower seen by a few side probes (a face at the
+    board's edge, a neighbour in the way) only nudges it from the usual shading."""
+    from calibration.store import load_calibration
+    from vision import _blox_geometry as geo
+    from vision.blox import DEFAULT_SIDE_SHADE
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    rec.process(read_image(FIX / "neutral" / "frames" / "000000.jpg"), 0.0, 0)
+    g = rec.geometry()
+    n2 = rec.n * rec.n
+
+    def estimate(cells: np.ndarray, ratio: float) -> np.ndarray:
+        decision = np.zeros(n2, int)
+        decision[cells] = 1  # one-block towers
+        lin = np.full((len(g.px), 3), 0.4, np.float32)
+        side = (g.e_src == geo.BLK_SIDE) & (g.e_hyp == 1)
+        lin[g.e_p[side]] = 0.4 * ratio
+        rec.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
+        rec._estimate_side_shade(lin, np.ones(len(g.px), bool), decision, g)
+        return rec.side_shade.copy()
+
+    everywhere = estimate(np.arange(n2), 0.7)
+    measured = everywhere != DEFAULT_SIDE_SHADE  # the orientations this camera sees robustly
+    assert measured.sum() >= 1
+    assert np.all(np.abs(everywhere[measured] - 0.7) < 0.03)
+    # One tower whose sides look brighter than its top: pulled toward the usual shading.
+    ent = g.shade_ent
+    one_hyp = ent[g.e_hyp[ent] == 1]
+    sides = one_hyp[g.e_src[one_hyp] == geo.BLK_SIDE]
+    cells, counts = np.unique(g.e_cell[sides], return_counts=True)
+    k = int(cells[np.argmin(counts)])
+    single = estimate(np.array([k]), 1.05)
+    assert np.all(single < 0.85) and np.any(single > DEFAULT_SIDE_SHADE + 0.01)
+    many = estimate(np.arange(n2), 1.05)  # many towers agreeing: believed, bright sides and all
+    assert np.all(np.abs(many[measured] - 1.05) < 0.05)

@@ -138,3 +138,40 @@ def test_make_recognizer_errors(cal):
         make_recognizer("chess", cal)
     with pytest.raises(ValueError, match="unknown game"):
         make_recognizer("../x", cal)
+
+
+def test_balance_is_not_fooled_by_an_arm_over_most_of_the_board(cal):
+    """An arm over three quarters of the spaces makes the plain (median-started) fit take
+    the skin for the light; starting from the largest set of spaces that agree on one
+    light across several colours (``seek_mode``) finds the true light, and a recent
+    frame's balance (``prior``) is kept when the visible board still agrees with it."""
+    model = ColourModel(cal.survey)
+    n = 9
+    xy = np.array([((c + 0.5) * 38, (r + 0.5) * 38) for r in range(n) for c in range(n)], float)
+    expected = model.space_lin.reshape(-1, 3)
+    gains = np.array([1.15, 1.0, 0.85])
+    field = 0.8 + 0.001 * xy[:, 1]
+    observed = expected * gains * field[:, None]
+    arm = (xy[:, 1] > 2 * 38) & (xy[:, 0] > 38)  # all but two rows and a column
+    assert arm.mean() > 0.65
+    rng = np.random.default_rng(4)
+    observed[arm] = np.array([0.45, 0.22, 0.14]) * rng.uniform(0.9, 1.1, (int(arm.sum()), 1))
+    plain = model.balance(observed, expected, xy)
+    seek = model.balance(observed, expected, xy, seek_mode=True)
+    good = ~arm
+
+    def error(bal: FrameBalance) -> float:
+        return float(np.max(np.abs(bal.normalise(observed[good], xy[good]) / expected[good] - 1)))
+    assert error(plain) > 0.2  # the failure this guards against
+    assert error(seek) < 0.06
+    # The previous frame's light: kept, since the visible spaces agree with it.
+    prev = model.balance(expected * gains * field[:, None], expected, xy)
+    with_prior = model.balance(observed, expected, xy, seek_mode=True, prior=prev)
+    assert error(with_prior) < 0.06
+    # A real change of light (everything 40% darker and bluer) is taken, not the prior.
+    dimmer = expected * np.array([0.8, 1.0, 1.3]) * 0.6 * field[:, None]
+    new = model.balance(dimmer, expected, xy, seek_mode=True, prior=prev)
+    assert np.allclose(new.normalise(dimmer, xy), expected, rtol=0.05, atol=2e-3)
+    # Without the keywords the fit is exactly the plain one (other games rely on it).
+    again = model.balance(observed, expected, xy)
+    assert np.allclose(again.gains, plain.gains) and np.allclose(again.coef, plain.coef)

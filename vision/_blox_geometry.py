@@ -16,6 +16,12 @@ centre: a side probe whose ray would leave its level's face if the face moved
 ``SIDE_TOL`` mm along its normal gets the small weight ``WEAK_SIDE_WEIGHT`` (``e_w``);
 every other entry weighs 1.
 
+Where a probe's ray reaches the table beyond the board's edge (not a marker), a
+hypothesis that leaves it uncovered predicts the table's colour there (measured per frame
+on the table around the board, :attr:`BloxGeometry.table_pts`): near the far edge of an
+oblique view the table is what an empty cell shows above itself, and a piece is seen
+against it.
+
 Occlusion between cells: for every probe and every cell nearer the camera's nadir
 (only such a cell can stand between the camera and what the probe looks at), the
 lowest height a solid on that cell must reach to cover the probe's ray. A frame's
@@ -32,9 +38,12 @@ import numpy as np
 from calibration.kit import Kit
 from vision.board import BoardView
 
-# Probe sources: what a probe's colour is compared with under a hypothesis.
-UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY = range(8)
-N_SRC = 8
+# Probe sources: what a probe's colour is compared with under a hypothesis. TABLE: the
+# table beyond the board's edge (a piece near the far edge is seen against it).
+UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE = range(9)
+N_SRC = 9
+#: table points this far (mm) beyond the board's edge at least, away from the markers
+TABLE_MARGIN_MM = 2.0
 # Group types within one (cell, hypothesis): single-valued ones and the per-level ones.
 G_UNKNOWN, G_OWN, G_CHIP, G_FIG = range(4)
 G_LEVEL0 = 4  # + level - 1
@@ -66,6 +75,8 @@ class BloxGeometry:
     centre_xy: np.ndarray  # (N,2) board mm (cell centre) of each probe, for the light field
     px_per_mm: float
     e_w: np.ndarray | None = None  # weight of each entry (side probes that placement jitter may spoil: less)
+    table_pts: np.ndarray | None = None  # (K,2) pixels of table points around the board (its colour per frame)
+    table_xy: np.ndarray | None = None  # (K,2) their board mm, clipped onto the board (where the light field lives)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -177,6 +188,9 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     top_all = hmax * bh + chip_t
     C = view.camera_position()
     infl = half + jitter  # footprint grown by the jitter: what a neighbour may cover
+    q = kit.markers.quiet_zone_mm + TABLE_MARGIN_MM
+    markers = [(c[:, 0].min() - q, c[:, 1].min() - q, c[:, 0].max() + q, c[:, 1].max() + q)
+               for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
     px_l, cell_l, orient_l, cxy_l = [], [], [], []
     e_p, e_src, e_group, e_w = [], [], [], []
@@ -200,7 +214,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             tb = -C[2] / d[:, 2]
             pb = C[None, :2] + d[:, :2] * tb[:, None]
             own = (np.abs(pb[:, 0] - cx) <= s / 2 - 2.0) & (np.abs(pb[:, 1] - cy) <= s / 2 - 2.0)
-            board_src = np.where(own, OWN, UNKNOWN)
+            table = _on_table(pb, n * s, markers)
+            board_src = np.where(own, OWN, np.where(table, TABLE, UNKNOWN))
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
             ones = np.ones(N, np.float32)
@@ -319,6 +334,17 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             pts = lat[[0, 1, 2, 3, 5, 6, 7, 8]] + [c * s, r * s]
             space.append(view.project(pts))
             space_cell.append(np.full(len(pts), r * n + c))
+    # Table points all round the board, a little beyond its edge, away from the markers.
+    w = n * s
+    t = np.linspace(0.08, 0.92, 12) * w
+    ring = []
+    for off in (6.0, 14.0):
+        ring += [(x, -off) for x in t] + [(x, w + off) for x in t] + [(-off, y) for y in t] + [(w + off, y) for y in t]
+    ring_a = np.array(ring, float)
+    ring_a = ring_a[_on_table(ring_a, w, markers)]
+    tpx = view.project(np.column_stack([ring_a, np.zeros(len(ring_a))]))
+    inside = (tpx[:, 0] >= 1) & (tpx[:, 1] >= 1) & (tpx[:, 0] <= W - 2) & (tpx[:, 1] <= H - 2)
+    tpx, txy = tpx[inside], np.clip(ring_a[inside], 0.0, w)
     return BloxGeometry(
         view.version, px.astype(np.float32), cell, np.concatenate(orient_l), np.concatenate(e_p).astype(np.int32),
         np.concatenate(e_src).astype(np.int8), np.concatenate(e_group).astype(np.int32),
@@ -326,5 +352,16 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         np.concatenate(pair_cell).astype(np.int32) if pair_cell else np.zeros(0, np.int32),
         np.concatenate(pair_mm).astype(np.float32) if pair_mm else np.zeros(0, np.float32),
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
-        np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32),
+        np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
+        txy,
     )
+
+
+def _on_table(xy: np.ndarray, w: float, markers: list[tuple[float, float, float, float]]) -> np.ndarray:
+    """Board-plane points (N,2) on the table: beyond the board's edge by TABLE_MARGIN_MM,
+    outside every marker's square and quiet zone (``markers``: grown boxes)."""
+    m = TABLE_MARGIN_MM
+    out = (xy[:, 0] < -m) | (xy[:, 1] < -m) | (xy[:, 0] > w + m) | (xy[:, 1] > w + m)
+    for x0, y0, x1, y1 in markers:
+        out &= ~((xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1))
+    return out

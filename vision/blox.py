@@ -10,15 +10,25 @@ How a frame is read (issue 8):
    point chip on top, the figure's coloured top and clear body).
 2. The probes are sampled (one bilinear remap), converted to linear light and
    normalised for this frame's light: gains and a smooth light field fitted robustly
-   on the board's own spaces against the survey (:mod:`vision.colours`).
-3. Hands and arms (:mod:`vision.hands`) mark probes as unseen and cells as occluded.
+   on the board's own spaces against the survey (:mod:`vision.colours`). The fit
+   starts from the largest set of spaces that agree on one light across several
+   colours, or from the last hand-free frame's light while the visible spaces still
+   agree with it: an arm over most of the board must not pass for a change of light
+   (it would then look like board colour, and hide itself from the hand detector).
+3. Hands and arms (:mod:`vision.hands`) mark probes as unseen and cells as occluded
+   (a cell whose square is ``HAND_CELL_COVER`` under the slightly grown hand mask).
+   For hiding the cells behind it, a cell under a hand holds at most what was last
+   read there plus one block (or a figure), not the tallest tower.
 4. Every hypothesis is scored against the pixels: each probe costs its truncated
    squared CIELAB distance to what the hypothesis predicts there (the surveyed space
    colour, the chip, the best block colour *per level*, the best figure colour), or a
    fixed cost where the hypothesis predicts nothing known (another cell's square, an
    edge). So the tower height follows from geometry: where the chip and the top face
    are, how far the side faces reach. A space's probe may also be explained by a glare
-   spot (the space's colour plus white light), at a price. Each free colour choice of a
+   spot (the space's colour plus white light), at a price. Where a probe looks past
+   the board's edge (oblique views, the far row), the table is predicted there, in
+   its colour measured around the board this frame: the table is no piece, and a
+   piece is seen against it. Each free colour choice of a
    hypothesis (a figure, every tower level) costs a little too, so that a cell with
    little visible evidence does not become a piece by fitting noise.
 5. Occlusion between cells: cells are decided in order of distance from the camera's
@@ -30,8 +40,10 @@ How a frame is read (issue 8):
    that decides it (posterior >= ``HIDDEN_MIN_CONF``), and reported occluded otherwise.
 6. Side faces are darker than top faces by a factor that depends on the light. It is
    measured per frame and per face orientation from the towers themselves (a tower's
-   top block shows its top face and its side faces in the same colour), then block
-   colours are classified with it. Side probes that the blocks' placement jitter may
+   top block shows its top face and its side faces in the same colour; towers with a
+   black top, whose ratio is noise, are left out, and a few probes on one tower only
+   nudge the estimate from ``DEFAULT_SIDE_SHADE``), then block colours are classified
+   with it. Side probes that the blocks' placement jitter may
    move onto another level (a face seen at a grazing angle) count with a small weight
    (:mod:`vision._blox_geometry`): a level only they see is read at low confidence.
 
@@ -57,7 +69,8 @@ import numpy as np
 
 from vision import _blox_geometry as geo_mod
 from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN,
-                                   FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, UNKNOWN, BloxGeometry)
+                                   FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN,
+                                   BloxGeometry)
 from vision.board import BoardView, sample
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
 from vision.hands import HandDetector
@@ -66,18 +79,25 @@ from vision.motion import StabilityGate, lores_grey
 SIGMA = 6.0  # CIELAB distance scale of one probe's cost (surveyed colours)
 SIGMA_NOMINAL = 11.0  # the same for the kit's nominal colours (chip, figures): print drift is not surveyed
 SIGMA_BODY = 14.0  # a space seen through a figure's clear body
+SIGMA_TABLE = 11.0  # the table beyond the board's edge, against its colour measured around the board
+TABLE_MIN_POINTS = 12  # table points that must be seen to measure its colour
 CAP = 4.5  # cost of a probe that matches nothing the hypothesis predicts (3 sigma)
 UNKNOWN_COST = 1.5  # cost of a probe where the hypothesis predicts nothing known
 TEMPERATURE = 3.0  # probes are correlated (blur, JPEG): posterior temperature over summed costs
 COLOUR_TEMPERATURE = 2.0
 DEFAULT_SIDE_SHADE = 0.55
-HAND_CELL_COVER = 0.03  # a cell whose square is this much under a hand is occluded
+SHADE_MIN_TOP = 0.05  # towers whose top is at least this bright (linear luminance) measure the side shading
+SHADE_TOWER_PROBES = 10  # one tower's side probes count at most this much in the shading estimate ...
+SHADE_PRIOR_PROBES = 8  # ... whose prior (DEFAULT_SIDE_SHADE) counts as this many probes
+HAND_CELL_COVER = 0.08  # a cell whose square is this much under a hand (grown by HAND_GROW_PX) is occluded
+HAND_GROW_PX = 5  # the hand mask is grown by this (low-res px, about 2.5 mm each) for its soft edge
 GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
 PIECE_PRIOR = 1.5  # cost of any piece on a space (probe cost units): empty spaces are the rule
 LEVEL_PRIOR = 1.0  # cost of each free colour choice (a tower level, a figure)
 MIN_LEVEL_WEIGHT = 0.3  # a level seen by less probe weight than this is not read (repeats the one above)
 MIN_OWN_VISIBLE = 6  # probes of a cell's decided hypothesis that must be seen ...
 HIDDEN_MIN_CONF = 0.9  # ... unless the visible evidence decides it with this posterior
+PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior when this many spaces agreed (no hand)
 
 
 #: motion is watched over the board plus this fraction of its width on every side
@@ -107,7 +127,7 @@ class Recognizer:
         keys = [f"space:{c}" for c in self.blocks if f"space:{c}" in self.colours.refs]
         keys += [k for k in ("chip",) if k in self.colours.refs]
         keys += [f"figure:{p}" for p in self.players if f"figure:{p}" in self.colours.refs]
-        self.hand_detector = HandDetector(self.view, self.colours, keys)
+        self.hand_detector = HandDetector(self.view, self.colours, keys, grow_px=HAND_GROW_PX)
         self.gate = StabilityGate(stable_seconds)
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None
@@ -122,6 +142,8 @@ class Recognizer:
         self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
+        self._balance_prior: Any = None
+        self._last_top: np.ndarray | None = None  # (n*n,) mm of what each cell last held, read clear of hands
         self._prev_cells: list | None = None
         # Each free colour choice (a figure's, every level's) lets a hypothesis fit noise:
         # it is paid for, so little evidence (a cell mostly hidden) does not make a piece.
@@ -140,7 +162,7 @@ class Recognizer:
             # Entries by the kind of cost they add: a constant (UNKNOWN), one colour
             # (the space, the chip), or one of four (a figure's or a level's colour); each
             # kind is summed on its own so the constant and single ones cost one pass.
-            kind = np.where(g.e_src == UNKNOWN, 0, np.where(np.isin(g.e_src, (OWN, CHIP, OWN_BODY)), 1, 2))
+            kind = np.where(g.e_src == UNKNOWN, 0, np.where(np.isin(g.e_src, (OWN, CHIP, OWN_BODY, TABLE)), 1, 2))
             g.kind_ent = [np.nonzero(kind == j)[0] for j in range(3)]  # type: ignore[attr-defined]
             g.kind_start = [np.searchsorted(g.e_cell[e], np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
                             for e in g.kind_ent]  # type: ignore[attr-defined]
@@ -155,6 +177,8 @@ class Recognizer:
             s = self.kit.blox.space_mm
             f = np.array([0.22, 0.5, 0.78])
             lat = np.array([(u, v) for v in f for u in f])[[0, 1, 2, 3, 5, 6, 7, 8]] * s
+            g.all_pts = np.concatenate([g.px, g.space_pts, g.table_pts if g.table_pts is not None  # type: ignore[attr-defined]
+                                        else np.zeros((0, 2), np.float32)]).astype(np.float32)
             g.space_xy = np.concatenate([lat + [c * s, r * s] for r in range(self.n) for c in range(self.n)])  # type: ignore[attr-defined]
         return self._geo
 
@@ -165,7 +189,8 @@ class Recognizer:
         shade = np.where(o >= 0, self.side_shade[np.clip(o, 0, 3)], DEFAULT_SIDE_SHADE).astype(np.float32)
         return lab(lin_n[idx] / shade[:, None])
 
-    def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry) -> np.ndarray:
+    def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry,
+                     table_lab: np.ndarray | None = None) -> np.ndarray:
         """Per source and probe, the cost of each of (up to) four candidate colours:
         (4, N * N_SRC), column ``probe * N_SRC + source``. Only the probes some entry
         reads with a source are costed for it (the others keep the cap, never read)."""
@@ -194,6 +219,17 @@ class Recognizer:
         p = sp[FIG_SIDE]
         wts = np.array([0.3, 1.0, 1.0], np.float32)
         Q[:, p, FIG_SIDE] = self._cost2(_sqdist(lab_top[p] * wts, self._fig_lab * wts), SIGMA_NOMINAL).T
+        # The table beyond the edge, against this frame's table colour (its grain and the
+        # pieces' shadows on it: a loose scale and shading); unknown when not measured.
+        # (Not capped at the unknown cost: a tower whose top is seen against the table
+        # must not pass for an empty space. An arm over the table beyond the edge, which
+        # the hand mask does not look for, can then make a piece of a far-row cell in a
+        # frame with a hand; such a frame is never committed.)
+        p = sp[TABLE]
+        if table_lab is None:
+            Q[:, p, TABLE] = UNKNOWN_COST
+        else:
+            Q[:, p, TABLE] = self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE)[None, :]
         p = sp[BLK_TOP]
         Q[:, p, BLK_TOP] = self._cost2(_sqdist(lab_top[p], self._block_lab)).T
         p = sp[BLK_SIDE]
@@ -244,11 +280,41 @@ class Recognizer:
         return cost, S, cnt
 
     @staticmethod
-    def _top_mm(decision: np.ndarray, blocked: np.ndarray, kit: Any) -> np.ndarray:
+    def _top_mm(decision: np.ndarray, blocked: np.ndarray, kit: Any, blocked_top: np.ndarray | None = None) -> np.ndarray:
+        """Height (mm) of each cell's decided solid; ``blocked`` cells (under a hand) get
+        ``blocked_top`` (default: the tallest tower)."""
         b = kit.blox
         top = np.where((decision >= 1) & (decision <= 5), decision * b.block.height_mm + b.chip.thickness_mm, 0.0)
         top = np.where(decision == FIGURE, b.figure.height_mm, top)
-        return np.where(blocked, b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1, top)
+        tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
+        return np.where(blocked, tallest if blocked_top is None else blocked_top, top)
+
+    def _hand_cell_top(self) -> np.ndarray:
+        """What may stand under a hand, for hiding the cells behind it: at most what was
+        last read there plus one block (one action at a time: a block laid on a tower, a
+        figure set down), the tallest tower where nothing was read yet. The hand itself
+        hides what it covers in the image (its mask), whatever its height."""
+        b = self.kit.blox
+        tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
+        if self._last_top is None:
+            return np.full(self.n * self.n, tallest)
+        grown = np.maximum(self._last_top + b.block.height_mm + (self._last_top == 0) * b.chip.thickness_mm,
+                           b.figure.height_mm)
+        return np.minimum(grown + 1, tallest)
+
+    def _table_colour(self, raw: np.ndarray, balance: Any, hands: Any, g: BloxGeometry) -> np.ndarray | None:
+        """CIELAB of the table around the board in this frame from its samples ``raw`` at
+        ``g.table_pts`` (balanced like the probes; points under a hand left out), or None
+        when too little of it is seen."""
+        pts = g.table_pts
+        if pts is None or len(pts) < TABLE_MIN_POINTS:
+            return None
+        ok = np.isfinite(raw).all(axis=1)
+        if hands.any:
+            ok &= ~hands.covered(pts)
+        if ok.sum() < TABLE_MIN_POINTS:
+            return None
+        return np.median(lab(balance.normalise(bgr_to_linear(raw[ok]), g.table_xy[ok])), axis=0)
 
     def _hidden(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
         if len(g.pair_p) == 0:
@@ -263,7 +329,7 @@ class Recognizer:
         cost, S, cnt = self._score(Q, visible, g)
         decision = np.argmin(cost, axis=1)
         for _ in range(5):
-            hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit), g)
+            hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
             new_visible = seen & ~hidden
             changed = np.unique(g.cell[new_visible != visible])
             visible = new_visible
@@ -308,20 +374,26 @@ class Recognizer:
         top_cnt = np.bincount(cell[src == BLK_TOP], minlength=size)
         top_mean = top_sum / np.maximum(top_cnt, 1)
         new = self.side_shade.copy()
-        for o in range(4):
-            m = (src == BLK_SIDE) & (g.orient[p] == o)
-            if not m.any():
-                continue
-            s_sum = np.bincount(cell[m], weights=lum[m], minlength=size)
-            s_cnt = np.bincount(cell[m], minlength=size)
-            ok = (s_cnt >= 3) & (top_cnt >= 3)
-            if not ok.any():
-                continue
-            s_mean = s_sum / np.maximum(s_cnt, 1)
-            # Bright blocks carry the ratio; black ones add mostly noise.
-            num, den = float(s_mean[ok].sum()), float(top_mean[ok].sum())
-            if den > 1e-3:
-                new[o] = float(np.clip(num / den, 0.12, 1.6))
+        lit = (top_mean >= SHADE_MIN_TOP) & (top_cnt >= 3)  # a black top's ratio is mostly noise
+        m = (src == BLK_SIDE) & lit[cell]
+        if not m.any():
+            return
+        o = g.orient[p[m]]
+        key = o * size + cell[m]
+        s_sum = np.bincount(key, weights=lum[m], minlength=4 * size).reshape(4, size)
+        s_cnt = np.bincount(key, minlength=4 * size).reshape(4, size)
+        for o in np.nonzero((s_cnt >= 3).any(axis=1))[0]:
+            ok = s_cnt[o] >= 3
+            ratio = np.clip(s_sum[o, ok] / s_cnt[o, ok] / top_mean[ok], 0.12, 1.6)
+            # Bright blocks carry the ratio; every tower's say is capped, and a few probes
+            # on one tower (a face at the board's edge, a neighbour's block in the way)
+            # are pulled toward the usual shading rather than trusted alone.
+            w = np.minimum(s_cnt[o, ok], SHADE_TOWER_PROBES) * top_mean[ok]
+            w0 = SHADE_PRIOR_PROBES * float(top_mean[ok].mean())
+            if len(ratio) >= 3:
+                keep = np.abs(np.log(ratio / np.median(ratio))) < 0.35
+                ratio, w = ratio[keep], w[keep]
+            new[o] = float(np.clip((np.dot(w, ratio) + w0 * DEFAULT_SIDE_SHADE) / (w.sum() + w0), 0.12, 1.6))
         self.side_shade = new
 
     # ------------------------------------------------------------------ process
@@ -338,13 +410,22 @@ class Recognizer:
             return self._observation(index, t, False, [[r, c] for r in range(n) for c in range(n)],
                                      [[None] * n for _ in range(n)], np.zeros((n, n)), extra={"pose": "lost"})
         g = self.geometry()
-        raw = sample(frame_bgr, g.px)
+        # The probes, the spaces (for the light) and the table around the board, in one sampling.
+        every = sample(frame_bgr, g.all_pts)  # type: ignore[attr-defined]
+        n_px, n_sp = len(g.px), len(g.space_pts)
+        raw, sraw, traw = every[:n_px], every[n_px:n_px + n_sp], every[n_px + n_sp:]
         finite = np.isfinite(raw).all(axis=1)
         lin = bgr_to_linear(np.nan_to_num(raw))
-        sraw = sample(frame_bgr, g.space_pts)
         slin = bgr_to_linear(np.nan_to_num(sraw))
-        balance = self.colours.balance(slin, self._space_lin_flat[g.space_cell], g.space_xy)  # type: ignore[attr-defined]
+        # The light is fitted on the spaces; an arm over most of the board must not pass
+        # for a change of light (it would then look like board colour and hide itself):
+        # the fit starts from the largest set of spaces that agree on one light, or from
+        # the last frame's light when that still explains nearly as many.
+        balance = self.colours.balance(slin, self._space_lin_flat[g.space_cell], g.space_xy,  # type: ignore[attr-defined]
+                                       seek_mode=True, prior=self._balance_prior)
         hands = self.hand_detector.detect(frame_bgr, balance)
+        if not hands.any and balance.inliers >= PRIOR_MIN_INLIERS:
+            self._balance_prior = balance
         lin_n = balance.normalise(lin, g.centre_xy)
         lab_top = lab(lin_n)
         seen = finite.copy()
@@ -353,7 +434,8 @@ class Recognizer:
         cover = hands.cell_cover.reshape(-1) if hands.cell_cover is not None else np.zeros(n * n)
         hand_cells = cover >= HAND_CELL_COVER
 
-        Q = self._probe_costs(lab_top, lin_n, g)
+        table_lab = self._table_colour(traw, balance, hands, g)
+        Q = self._probe_costs(lab_top, lin_n, g, table_lab)
         decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
@@ -361,7 +443,7 @@ class Recognizer:
             moved = self._learn_chip(lab_top, visible, decision, g)
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
-                Q = self._probe_costs(lab_top, lin_n, g)
+                Q = self._probe_costs(lab_top, lin_n, g, table_lab)
                 decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
@@ -379,6 +461,14 @@ class Recognizer:
         # reported occluded only when that evidence does not decide it (below).
         square_visible = cnt[:, EMPTY, G_OWN]
         hidden_cell = (own_visible < MIN_OWN_VISIBLE) | (square_visible < MIN_OWN_VISIBLE)
+        undecided = hidden_cell & (hyp_conf < HIDDEN_MIN_CONF)
+        read = ~hand_occ & ~undecided
+        top_now = self._top_mm(decision, np.zeros(n * n, bool), self.kit)
+        if self._last_top is None:
+            tallest = self._top_mm(decision, np.ones(n * n, bool), self.kit)
+            self._last_top = np.where(read, top_now, tallest)
+        else:
+            self._last_top = np.where(read, top_now, self._last_top)
 
         # Colour choices of every group of the decided hypotheses, at once.
         ks = np.arange(n * n)
@@ -416,7 +506,7 @@ class Recognizer:
                 tower.reverse()
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
-            if hidden_cell[k] and hyp_conf[k] < HIDDEN_MIN_CONF:
+            if undecided[k]:
                 cells[r][c] = None
                 occluded.append([r, c])
                 conf[r, c] = np.nan
@@ -429,7 +519,9 @@ class Recognizer:
         # game (the referee keeps an occluded or doubtful cell's committed content).
         stable = bool(motion.stable and not hands.any and not hand_occ.any())
         self.last = {"decision": decision.reshape(n, n), "hyp_conf": hyp_conf.reshape(n, n), "balance": balance,
-                     "hands": hands, "side_shade": self.side_shade.copy(), "counts": cnt[np.arange(n * n), decision], "motion": motion, "pose": check.status.value}
+                     "hands": hands, "side_shade": self.side_shade.copy(), "counts": cnt[np.arange(n * n), decision], "motion": motion, "pose": check.status.value,
+                     "hand_cells": hand_cells.reshape(n, n), "hand_hidden": hand_hidden.reshape(n, n),
+                     "hidden_cell": hidden_cell.reshape(n, n)}
         return self._observation(index, t, stable, occluded, cells, conf,
                                  extra={"pose": check.status.value} if check.status.value != "ok" else None)
 
@@ -519,6 +611,15 @@ def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float
     u = np.clip((o * v).sum(axis=1) / np.maximum((v * v).sum(axis=1), 1e-6), lo, hi)
     d = o - u[:, None] * v
     return (d * d).sum(axis=1)
+
+
+def _shaded_sqdist_one(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float = 1.04) -> np.ndarray:
+    """:func:`_shaded_sqdist` against one reference colour ``ref`` (3,) for every row."""
+    v = np.asarray(ref, np.float32) + np.float32([16, 0, 0])
+    o = np.asarray(obs, np.float32) + np.float32([16, 0, 0])
+    u = np.clip(o @ (v / np.float32(max(float(v @ v), 1e-6))), lo, hi)
+    d = o - u[:, None] * v[None, :]
+    return np.einsum("ij,ij->i", d, d)
 
 
 def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray) -> np.ndarray:

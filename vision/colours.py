@@ -143,12 +143,22 @@ class ColourModel:
 
     # ----------------------------------------------------------------- balance
     def balance(self, observed_lin: np.ndarray, expected_lin: np.ndarray, xy: np.ndarray, *,
-                iterations: int = 4, scale: float = 100.0) -> FrameBalance:
+                iterations: int = 4, scale: float = 100.0, seek_mode: bool = False,
+                prior: FrameBalance | None = None) -> FrameBalance:
         """Fit ``observed = expected * G * I(xy)`` robustly (see the module docstring).
 
         ``observed_lin``/``expected_lin`` (N,3) linear RGB, ``xy`` (N,2) board mm.
         Points darker than a tenth of the brightest expected colour carry little
-        signal (noise, JPEG) and are left out."""
+        signal (noise, JPEG) and are left out.
+
+        The plain fit starts from medians, so it holds while at least half the points
+        show the board. With ``seek_mode`` (points of several expected colours, such
+        as a Blox board's spaces) it starts instead from the largest set of points that
+        agree on one light: an arm covering most of the board gives each space colour
+        its own ratio (skin over white, over grey, over black), while the board that
+        is still visible agrees across all colours. ``prior`` (the balance of a recent
+        frame) is one more candidate start, preferred when it explains nearly as many
+        points: the light seldom changes between frames, a hand often does."""
         obs = np.asarray(observed_lin, np.float64).reshape(-1, 3)
         exp_ = np.asarray(expected_lin, np.float64).reshape(-1, 3)
         xy = np.asarray(xy, np.float64).reshape(-1, 2)
@@ -167,11 +177,18 @@ class ColourModel:
         coef = np.zeros(6)
         coef[0] = float(np.median(lum))
         cg = np.median(chan, axis=0)
+        start: np.ndarray | None = None
+        if seek_mode or prior is not None:
+            elum = np.log(np.maximum(luminance(exp_), 1e-6))
+            coef, cg, start = _mode_start(lum, chan, basis, coef, cg, seek_mode, prior, scale, elum)
         w = np.ones(len(lum))
         sigma = 0.1
         for it in range(iterations + 1):
             res = np.sqrt((lum - basis @ coef) ** 2 + np.sum((chan - cg) ** 2, axis=1))
-            ref = res if it == 0 else res[w > 0.5] if np.any(w > 0.5) else res
+            if it == 0 and start is not None and start.sum() >= 8:
+                ref = res[start]
+            else:
+                ref = res if it == 0 else res[w > 0.5] if np.any(w > 0.5) else res
             sigma = max(1.4826 * float(np.median(ref)), 0.03)
             # Tukey's biweight: points beyond 4 sigma (pieces, hands) get no weight.
             u = res / (4.0 * sigma)
@@ -205,6 +222,81 @@ class ColourModel:
         idx = np.argmin(d, axis=1)
         conf = confidence_from_distances(d, sigma)
         return idx, conf, d
+
+
+#: a point agrees with a candidate light when its log level is this close (a light
+#: field across the board is not modelled by a constant candidate: loose) ...
+MODE_LEVEL_TOL = 0.3
+#: ... and its log colour ratio this close (the light's colour is the same everywhere: tight)
+MODE_CHROMA_TOL = 0.07
+#: single points whose own light is tried as a start (spread over the board)
+MODE_SEEDS = 32
+#: a start (the prior, else the median) that this share of the points agrees with is taken at once
+MODE_EASY_SHARE = 0.6
+#: the prior (a recent frame's balance) wins unless another start explains this many times more points ...
+PRIOR_PREFERENCE = 1.3
+#: ... and at least this share of all points (a new light agrees almost everywhere; an arm
+#: over one space colour agrees only on that colour's share of the board)
+MODE_MIN_SHARE = 0.45
+#: a start whose agreeing points are all of one expected colour (log luminance range
+#: below this) is probably something uniform lying over that colour: its count is cut
+#: by MODE_ONE_COLOUR_FACTOR (any start that several colours agree with goes first)
+MODE_COLOUR_RANGE = 0.5
+MODE_ONE_COLOUR_FACTOR = 0.05
+
+
+def _mode_start(lum: np.ndarray, chan: np.ndarray, basis: np.ndarray, coef: np.ndarray, cg: np.ndarray,
+                seek: bool, prior: FrameBalance | None, scale: float, elum: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The start of the robust fit that the most points agree with (see ``balance``):
+    among the median start, a spread of single points' own lights and ``prior``.
+    ``elum``: log luminance of each point's expected colour. Returns the start's
+    (coef, log gains, agreeing points)."""
+    n = len(lum)
+    # Most frames: the median start (or the prior) already agrees with most points.
+    quick = [(np.asarray(prior.coef, float), np.log(np.maximum(prior.gains, 1e-9)))] \
+        if prior is not None and abs(prior.scale - scale) < 1e-9 else []
+    quick.append((np.asarray(coef, float), np.asarray(cg, float)))
+    for c0, g0 in quick:
+        g0 = g0 - g0.mean()
+        ok = (np.abs(lum - basis @ c0) < MODE_LEVEL_TOL) & (np.sqrt(np.sum((chan - g0) ** 2, axis=1)) < MODE_CHROMA_TOL)
+        if ok.sum() >= MODE_EASY_SHARE * n:
+            return c0, g0, ok
+    coefs, logg, is_prior = [np.asarray(coef, float)], [np.asarray(cg, float)], [False]
+    if seek:
+        idx = np.linspace(0, n - 1, min(MODE_SEEDS, n)).astype(int)
+        c = np.zeros((len(idx), 6))
+        c[:, 0] = lum[idx]
+        coefs += list(c)
+        logg += list(chan[idx])
+        is_prior += [False] * len(idx)
+    if prior is not None and abs(prior.scale - scale) < 1e-9:
+        pg = np.log(np.maximum(prior.gains, 1e-9))
+        coefs.append(np.asarray(prior.coef, float))
+        logg.append(pg - pg.mean())
+        is_prior.append(True)
+    C, G = np.array(coefs), np.array(logg)
+    # Every candidate at once: (points, candidates) agreement.
+    d_lum = np.abs(lum[:, None] - basis @ C.T)
+    d_chan = np.sqrt(np.sum((chan[:, None, :] - G[None, :, :]) ** 2, axis=2))
+    agree = (d_lum < MODE_LEVEL_TOL) & (d_chan < MODE_CHROMA_TOL)
+    score = agree.sum(axis=0).astype(float)
+    hi = np.where(agree, elum[:, None], -np.inf).max(axis=0)
+    lo = np.where(agree, elum[:, None], np.inf).min(axis=0)
+    score = np.where((score > 0) & (hi - lo < MODE_COLOUR_RANGE), MODE_ONE_COLOUR_FACTOR * score, score)
+    j = int(np.argmax(score))
+    if is_prior[-1]:
+        k = len(is_prior) - 1
+        if score[k] > 0 and not (score[j] > PRIOR_PREFERENCE * score[k] and score[j] >= MODE_MIN_SHARE * n):
+            j = k
+    c, g, sel = C[j], G[j], agree[:, j]
+    if not is_prior[j] and j != 0 and sel.sum() >= 8:
+        # A single point's light has no field: refit level and field on its agreeing points.
+        A = np.vstack([basis[sel], np.diag([0, 0.05, 0.05, 0.2, 0.2, 0.2])])
+        c = np.linalg.lstsq(A, np.concatenate([lum[sel], np.zeros(6)]), rcond=None)[0]
+        g = chan[sel].mean(axis=0)
+    agree = sel
+    return np.asarray(c, float), np.asarray(g, float), agree
 
 
 def confidence_from_distances(d: np.ndarray, sigma: float = SIGMA_DE) -> np.ndarray:

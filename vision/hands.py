@@ -17,7 +17,8 @@ chip, but a whole hand is never all piece colours). Without ``space:`` reference
 (games without a board colour map) every reference counts as board colour. The work is done on a low-resolution copy of the part of the frame around
 the board (about 0.5 px per mm), so it costs about a millisecond.
 
-API: ``HandDetector(view, colours, reference_keys=None)``; ``detect(frame, balance)
+API: ``HandDetector(view, colours, reference_keys=None, *, grow_px=7, ...)`` (``grow_px``:
+how much the mask is grown, in low-res pixels, for a hand's soft edge); ``detect(frame, balance)
 -> Hands`` with ``mask`` (low-res bool image), ``any``, ``cell_cover`` ((n,n) covered
 fraction of each cell's board square, or None without a grid), ``covered(px)`` (are
 frame pixels under a hand) and ``cover_of_points(pts_mm)``.
@@ -82,7 +83,7 @@ class HandDetector:
     def __init__(self, view: BoardView, colours: ColourModel, reference_keys: list[str] | None = None, *,
                  px_per_mm: float = 0.4, chroma_tol: float = 0.055, min_area_cells: float = 0.6,
                  dark: float = 0.05, margin_mm: float = 10.0, height_mm: float = 80.0,
-                 large_cells: float = 1.2) -> None:
+                 large_cells: float = 1.2, grow_px: int = 7) -> None:
         self.view = view
         self.colours = colours
         keys = reference_keys or list(colours.refs)
@@ -109,6 +110,7 @@ class HandDetector:
         self.chroma_tol = chroma_tol
         self.min_area_cells = min_area_cells
         self.large_cells = large_cells
+        self.grow_px = grow_px
         self.dark = dark
         self.margin_mm = margin_mm
         self.height_mm = height_mm
@@ -212,7 +214,8 @@ class HandDetector:
         area = float(mask.sum()) / max(g.cell_area_px, 1e-9)
         if mask.any():
             # A hand's soft edge and the fingers' thin gaps: grow the mask a little.
-            mask = cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
+            k = max(int(self.grow_px), 1)
+            mask = cv2.dilate(mask.astype(np.uint8), np.ones((k, k), np.uint8)).astype(bool)
         cover = None
         if g.cell_lat is not None:
             n = int(round(np.sqrt(len(g.cell_lat))))
