@@ -152,3 +152,55 @@ def test_renderer_draws_the_edition_symbols() -> None:
     assert list(blockers_symbols()) == edition_symbols()
     for name in blockers_symbols():
         assert shape_polys(name, 16.0)  # every one can be drawn
+
+
+def _cells(obs: dict) -> list:
+    return obs["state"]["cells"]
+
+
+def test_a_changed_tile_is_read_again_the_others_keep_their_faces(full_board) -> None:
+    """Frames with their own sensor noise: in the second one tile has another face.
+    Only that tile's print (and faces read with a small margin, which are matched in
+    every frame) is matched again; the board read equals what a recogniser reusing
+    nothing reads from the same frames, and the new face is read."""
+    from vision.tiles import KEEP_MARGIN
+
+    setup, cal, state = full_board
+    other = [[dict(c) if c else None for c in row] for row in state["cells"]]
+    faces = [f for f in "ABCDEFGHI123456789" if f != other[4][4]["face"]]
+    other[4][4]["face"] = faces[0]
+    cond = sc.sample_conditions(9_240, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
+    frames = [sc.render_frame(setup, s, cond, 9_241 + k, layout_seed=9_240)
+              for k, s in enumerate(({"cells": state["cells"]}, {"cells": other}, {"cells": state["cells"]}))]
+    rec = Recognizer(cal)
+    ref = Recognizer(cal)
+    ref.reuse = ref.reader.reuse = False
+    doubtful = 0
+    for k, r in enumerate(frames):
+        img = jpeg_round_trip(r.image)
+        obs = rec.process(img, 0.5 * k, k)
+        assert _cells(obs) == _cells(ref.process(img, 0.5 * k, k)), k
+        if k:
+            assert 1 <= rec.reader.matched <= doubtful + 1, (rec.reader.matched, doubtful)
+            assert _cells(obs)[4][4] == r.truth["state"]["cells"][4][4]
+        else:
+            assert rec.reader.matched >= 75
+        spaces = rec._last[1][0]
+        doubtful = sum(1 for row in spaces for sp in row
+                       if sp.tile and not (sp.face is not None and sp.face_margin >= KEEP_MARGIN))
+    assert doubtful < 20
+
+
+def test_a_tile_put_down_beside_a_marker_does_not_recheck_the_pose(full_board) -> None:
+    """The corner space lies inside a marker's quiet-zone box: a tile put down there
+    changes that box's image, not the markers (the play area is left out of the check)."""
+    setup, cal, state = full_board
+    without = [[dict(c) if c else None for c in row] for row in state["cells"]]
+    without[8][8] = None
+    cond = sc.sample_conditions(9_250, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
+    rec = Recognizer(cal)
+    for k, cells in enumerate((without, state["cells"], without)):
+        r = sc.render_frame(setup, {"cells": cells}, cond, 9_251 + k, layout_seed=9_250)
+        obs = rec.process(jpeg_round_trip(r.image), 0.5 * k, k)
+        assert (_cells(obs)[8][8] is None) == (cells[8][8] is None)
+    assert rec.pose_guard.checks == 1

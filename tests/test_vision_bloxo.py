@@ -188,3 +188,89 @@ def test_a_changed_frame_is_read_again_and_the_pose_is_not_rechecked_needlessly(
     obs = rec.process(img2, 1.5, 3)
     assert [c["at"] for c in obs["state"]["cards"]] == [[0, 0], [1, 0]]
     assert rec.pose_guard.checks == checks  # the markers did not change: the pose is kept
+
+
+def _cards(obs: dict) -> list:
+    return [(c["at"], c["quadrants"]) for c in obs["state"]["cards"]]
+
+
+def test_a_card_put_down_is_read_around_it_as_a_full_read_would(rendered_setup) -> None:
+    """A changed frame in which one card was put down is segmented only around the
+    change (the other shapes keep their readings); what it reads is what a read of the
+    whole frame from scratch reads. Every frame has its own sensor noise."""
+    setup, cal = rendered_setup
+    tableau = st.bloxo_state(KIT, np.random.default_rng(9_181), cards=9)["cards"]
+    cond = sc.sample_conditions(9_181, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
+    rec = Recognizer(cal)
+    for j, k in enumerate(range(5, 10)):
+        r = sc.render_frame(setup, {"cards": tableau[:k]}, cond, 9_190 + j, layout_seed=9_181)
+        img = jpeg_round_trip(r.image)
+        obs = rec.process(img, 0.5 * j, j)
+        fresh = Recognizer(cal)
+        fresh.reader.reuse = False
+        full = fresh.process(img, 0.5 * j, j)
+        assert _cards(obs) == _cards(full), j
+        assert obs["occluded"] == full["occluded"], j
+        assert len(obs["state"]["cards"]) == k and score(r.truth, obs)["quadrant_shape"][0] == 0
+    assert rec.reader.partial_reads == 4  # every frame after the first
+
+
+def test_nothing_reused_when_reuse_is_off(rendered_setup) -> None:
+    """reuse = False reads every frame in full (the benchmark's every-item-new figure)."""
+    setup, cal = rendered_setup
+    one = {"cards": [{"at": [0, 0], "quadrants": [["blue", "cross"]] * 4}]}
+    two = {"cards": one["cards"] + [{"at": [1, 0], "quadrants": [["pink", "diamond"]] * 4}]}
+    rec = Recognizer(cal)
+    rec.reader.reuse = False
+    for j, state in enumerate((one, two, one)):
+        img, _ = _render(setup, state, "neutral", 9_185 + j)
+        rec.process(img, j * 0.5, j)
+        assert rec.reader._previous == []
+    assert rec.reader.partial_reads == 0
+
+
+@pytest.mark.parametrize("status,checked", [("moved", 1), ("unverified", 4)])
+def test_pose_is_rechecked_only_while_it_is_not_confirmed(rendered_setup, status: str, checked: int) -> None:
+    """A pose re-found at the last check (``moved``: with an uncalibrated lens every
+    check re-fits it) is kept while the markers' image is unchanged; one that could not
+    be confirmed (``unverified``: markers covered) is checked on every frame."""
+    setup, cal = rendered_setup
+    img, _ = _render(setup, {"cards": [{"at": [0, 0], "quadrants": [["blue", "cross"]] * 4}]}, "neutral", 9_187)
+    rec = Recognizer(cal)
+    real = rec.view.update
+
+    def update(frame):
+        check = real(frame)
+        rec.view.status = status
+        return check
+
+    rec.view.update = update
+    for k in range(4):
+        rec.process(img, 0.5 * k, k)
+    assert rec.pose_guard.checks == checked
+
+
+def test_shape_patches_sample_like_getrectsubpix() -> None:
+    """The patches of all shapes, sampled at once, are what cv2.getRectSubPix gives one
+    at a time (bilinear, the frame's edge replicated), near the edges too."""
+    import cv2
+
+    from vision.cards import COARSE_PPM, _sub_pixel_patches, shape_templates
+
+    t = shape_templates(("circle", "cross", "diamond", "star"), float(KIT.bloxo.shape_mm), COARSE_PPM)
+    rng = np.random.default_rng(3)
+    img = rng.random((90, 120)).astype(np.float32)
+    n = t.n
+    h = (n - 1) / 2
+    # inside, and over one edge at a time (beyond a corner, outside in both directions,
+    # getRectSubPix extrapolates its own way; no shape lies in the play area's corner)
+    centres = np.concatenate([
+        np.column_stack([rng.uniform(h, 119 - h, 20), rng.uniform(h, 89 - h, 20)]),
+        np.column_stack([rng.uniform(0, 119, 20), rng.uniform(h, 89 - h, 20)]),
+        np.column_stack([rng.uniform(h, 119 - h, 20), rng.uniform(0, 89, 20)]),
+    ])
+    got = _sub_pixel_patches(cv2.copyMakeBorder(img, n + 1, n + 1, n + 1, n + 1, cv2.BORDER_REPLICATE),
+                             centres, n, n + 1)
+    for (x, y), p in zip(centres, got):
+        ref = cv2.getRectSubPix(img, (n, n), (float(x), float(y)))
+        assert np.abs(ref - p).max() < 1e-4

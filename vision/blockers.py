@@ -173,7 +173,7 @@ class Recognizer:
                     conf[r, c] = s.colour_conf
                     continue
                 cells[r][c] = {"color": s.colour, "face": s.face}
-                conf[r, c] = min(s.colour_conf, float(np.clip(s.face_margin / 0.15, 0, 1))) if s.face else s.colour_conf
+                conf[r, c] = min(s.colour_conf, min(max(s.face_margin / 0.15, 0.0), 1.0)) if s.face else s.colour_conf
         # a marker hidden: something lies over the board's corner (an arm reaching in)
         motion = self.gate.update(frame_bgr, t, blocked=hand_seen or self.view.confidence == 0
                                   or self.pose_guard.hidden > 0, lores=lores)

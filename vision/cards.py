@@ -163,6 +163,18 @@ class ColourRefs:
                 lins.append(srgb_to_linear(np.array(fallback_rgb[n], float)))
         return ColourRefs(list(names), np.array(lins))
 
+    def classify_many(self, lin: np.ndarray) -> list[tuple[int, float, float]]:
+        """:meth:`classify` of each row of ``lin`` (N, 3)."""
+        lin = np.asarray(lin, float).reshape(-1, 3)
+        s = lin.sum(axis=1)
+        d = np.linalg.norm(self.chroma[None] - lin[:, None] / np.maximum(s, 1e-300)[:, None, None], axis=2)
+        order = np.argsort(d, axis=1)
+        rows = np.arange(len(lin))
+        d0 = d[rows, order[:, 0]]
+        d1 = d[rows, order[:, 1]] if d.shape[1] > 1 else np.full(len(lin), 9.0)
+        return [(int(order[j, 0]), float(d0[j]), float(d1[j] - d0[j])) if s[j] > 1e-6 else (-1, 9.0, 0.0)
+                for j in range(len(lin))]
+
     def classify(self, lin: np.ndarray) -> tuple[int, float, float]:
         """(index, chromaticity distance, margin to the second best) of one colour."""
         s = float(np.sum(lin))
@@ -189,6 +201,7 @@ class StableWarp:
         self.version = 0
         self._corners: np.ndarray | None = None
         self._maps: tuple[np.ndarray, np.ndarray] | None = None
+        self._fixed: tuple[np.ndarray, np.ndarray] | None = None
         self._seen = -1
 
     def maps(self) -> tuple[np.ndarray, np.ndarray]:
@@ -201,14 +214,18 @@ class StableWarp:
         if self._maps is None or self._corners is None or np.abs(corners - self._corners).max() > 0.25:
             mx, my = v.rectify_maps(self.ppm, 0.0, self.z)
             self._maps = (mx, my)
+            # the maps in OpenCV's fixed-point form: what remap makes of float maps on
+            # every call (the same pixels), made once
+            self._fixed = cv2.convertMaps(mx, my, cv2.CV_16SC2)
             self._corners = corners
             self.version += 1
         self._seen = v.version
         return self._maps
 
     def warp(self, image: np.ndarray) -> np.ndarray:
-        mx, my = self.maps()
-        return cv2.remap(image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        self.maps()
+        m1, m2 = self._fixed
+        return cv2.remap(image, m1, m2, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
 class PoseGuard:
@@ -221,9 +238,17 @@ class PoseGuard:
     over 4 x 4 pixel blocks, which drowns sensor noise) is kept from the frame of the
     last check, and the next check runs only when one of them changed (any movement
     of about half a pixel or more, a hand over a marker) or ``max_age_s`` passed.
+    Blocks that show the play area itself (a quiet zone's box can reach over the
+    board's corner space) are left out of the comparison: a piece put down there
+    changes them without anything having moved.
 
-    Only a pose that passed its check (status ``ok``) is reused so; otherwise every
-    frame is checked.
+    Only a pose that passed its check (status ``ok``) or was re-found from the markers
+    at that check (``moved``) is reused so; otherwise (``unverified``: markers covered,
+    ``lost``) every frame is checked. A ``moved`` pose was fitted to the very marker
+    image kept for the comparison: while that image is unchanged a new check can only
+    find it again (with an uncalibrated lens the markers never fit a pose within the
+    tracker's tolerance, so every check "moves" it by a fraction of a pixel, at the
+    cost of a full marker search per frame).
 
     ``hidden``: markers covered at the last check: not decoded and without the black
     and white contrast a marker shows (a marker blurred beyond decoding keeps it).
@@ -243,6 +268,7 @@ class PoseGuard:
         self.markers_seen = len(view.kit.marker_corners(view.game))  # at the last check
         self._ref: list[np.ndarray] | None = None
         self._boxes: list[tuple[int, int, int, int]] = []
+        self._keep: list[np.ndarray] = []
         self._t = -math.inf
         self._version = -1
 
@@ -264,10 +290,11 @@ class PoseGuard:
     def update(self, frame: np.ndarray, t: float) -> bool:
         """Re-check the pose if needed; True when it was checked this frame."""
         if self._ref is not None and self._version == self.view.version and t - self._t < self.max_age_s \
-                and t >= self._t and self.view.status == "ok":
+                and t >= self._t and self.view.status in ("ok", "moved"):
             now = self._crops(frame)
-            if now is not None and all(float(np.mean(np.abs(a - r) > self.level_change)) <= self.changed_fraction
-                                       for a, r in zip(now, self._ref)):
+            if now is not None and all(float(np.mean((np.abs(a - r) > self.level_change)[k]))
+                                       <= self.changed_fraction
+                                       for a, r, k in zip(now, self._ref, self._keep)):
                 return False
         check = self.view.update(frame)
         self.checks += 1
@@ -304,7 +331,24 @@ class PoseGuard:
         self.markers_seen = len(kit.marker_corners(game)) - covered
         if boxes:
             self._ref = self._crops(frame)
+            self._keep = self._off_area(frame.shape[:2])
         return True
+
+    AREA_MARGIN_MM = 3.0  # a piece's edge or top may stand a little beyond its space
+
+    def _off_area(self, shape: tuple[int, int]) -> list[np.ndarray]:
+        """Per box: its blocks that show nothing of the play area (bool, block grid)."""
+        H, W = shape
+        area = np.zeros((H, W), np.uint8)
+        poly = self.view.area_polygon(self.AREA_MARGIN_MM, steps=16)
+        cv2.fillPoly(area, [np.round(poly * 16).astype(np.int32)], 1, cv2.LINE_8, 4)
+        b = self.BLOCK
+        out = []
+        for x0, y0, x1, y1 in self._boxes:
+            blocks = area[y0:y1, x0:x1].reshape((y1 - y0) // b, b, (x1 - x0) // b, b).max(axis=(1, 3))
+            keep = blocks == 0
+            out.append(keep if keep.any() else np.ones_like(keep))
+        return out
 
 
 class SameFrame:
@@ -488,25 +532,31 @@ class ShapeTemplates:
 
     def patches(self, s: np.ndarray, centres: np.ndarray, tops: np.ndarray, bottoms: np.ndarray) -> np.ndarray:
         """(N, D) normalised patches of the brightness image ``s`` at sub-pixel
-        ``centres`` (warp px), values 0 (face) .. 1 (the shape's own brightness)."""
+        ``centres`` (warp px), values 0 (face) .. 1 (the shape's own brightness).
+
+        Each patch is re-centred on its intensity centroid (the blob's own outline may
+        be cut by a threshold on one side). All patches are sampled at once (bilinear,
+        the frame's edge replicated: what ``cv2.getRectSubPix`` gives one at a time)."""
         n = self.n
-        out = np.empty((len(centres), len(self._idx)), np.float32)
         c = (n - 1) / 2
-        for i, (cx, cy) in enumerate(centres):
-            p = cv2.getRectSubPix(s, (n, n), (float(cx), float(cy)))
-            v = np.clip((p - bottoms[i]) / max(tops[i] - bottoms[i], 1e-6), 0.0, 1.0)
-            # re-centre on the intensity centroid (the blob's own outline may be
-            # cut by a threshold on one side)
-            w = v * self.mask
-            m = float(w.sum())
-            if m > 0:
-                dx = float((w.sum(axis=0) * np.arange(n)).sum() / m - c)
-                dy = float((w.sum(axis=1) * np.arange(n)).sum() / m - c)
-                if abs(dx) < 3 and abs(dy) < 3 and (abs(dx) > 0.2 or abs(dy) > 0.2):
-                    p = cv2.getRectSubPix(s, (n, n), (float(cx + dx), float(cy + dy)))
-                    v = np.clip((p - bottoms[i]) / max(tops[i] - bottoms[i], 1e-6), 0.0, 1.0)
-            out[i] = v.ravel()[self._idx]
-        return _normalise_rows(out)
+        centres = np.asarray(centres, np.float64).reshape(-1, 2)
+        if len(centres) == 0:
+            return np.zeros((0, len(self._idx)), np.float32)
+        lo = np.asarray(bottoms, np.float32).reshape(-1, 1, 1)
+        span = np.maximum(np.asarray(tops, np.float32).reshape(-1, 1, 1) - lo, np.float32(1e-6))
+        padded = cv2.copyMakeBorder(s, n + 1, n + 1, n + 1, n + 1, cv2.BORDER_REPLICATE)
+        v = np.clip((_sub_pixel_patches(padded, centres, n, n + 1) - lo) / span, 0.0, 1.0)
+        w = v * self.mask
+        m = w.sum(axis=(1, 2))
+        ar = np.arange(n, dtype=np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dx = (w.sum(axis=1) @ ar) / m - c
+            dy = (w.sum(axis=2) @ ar) / m - c
+        again = (m > 0) & (np.abs(dx) < 3) & (np.abs(dy) < 3) & ((np.abs(dx) > 0.2) | (np.abs(dy) > 0.2))
+        if again.any():
+            moved = centres[again] + np.column_stack([dx[again], dy[again]])
+            v[again] = np.clip((_sub_pixel_patches(padded, moved, n, n + 1) - lo[again]) / span[again], 0.0, 1.0)
+        return _normalise_rows(v.reshape(len(v), -1)[:, self._idx])
 
     def estimate_blur(self, X: np.ndarray, keep: int = 3) -> np.ndarray:
         """Indices of the ``keep`` candidate blurs that fit the patches ``X`` best."""
@@ -532,6 +582,25 @@ class ShapeTemplates:
 def shape_templates(names: tuple[str, ...], size_mm: float, ppm: float) -> ShapeTemplates:
     """The templates of a kit's shapes (built once per process: they depend only on the kit)."""
     return ShapeTemplates(list(names), size_mm, ppm)
+
+
+def _sub_pixel_patches(padded: np.ndarray, centres: np.ndarray, n: int, pad: int) -> np.ndarray:
+    """(N, n, n) bilinear patches of an image padded by ``pad`` px (replicated edge),
+    centred on ``centres`` (N, 2) of the unpadded image: patch pixel (i, j) is the
+    image at (cx - (n - 1) / 2 + j, cy - (n - 1) / 2 + i)."""
+    H, W = padded.shape[:2]
+    org = centres - (n - 1) / 2 + pad
+    ij = np.floor(org)
+    f = (org - ij).astype(np.float32)
+    k = np.arange(n + 1)
+    cols = np.clip(ij[:, 0:1].astype(np.int64) + k, 0, W - 1)
+    rows = np.clip(ij[:, 1:2].astype(np.int64) + k, 0, H - 1)
+    block = padded[rows[:, :, None], cols[:, None, :]]  # (N, n + 1, n + 1)
+    fx = f[:, 0].reshape(-1, 1, 1)
+    fy = f[:, 1].reshape(-1, 1, 1)
+    top = block[:, :-1, :-1] * (1 - fx) + block[:, :-1, 1:] * fx
+    bottom = block[:, 1:, :-1] * (1 - fx) + block[:, 1:, 1:] * fx
+    return top * (1 - fy) + bottom * fy
 
 
 def _normalise_rows(X: np.ndarray) -> np.ndarray:
@@ -580,14 +649,17 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
         return arms, shine
     tpx = ch[table]
     tch = np.median(tpx[:: max(1, len(tpx) // 3000)], axis=0)
-    dch = np.linalg.norm(ch - tch, axis=2)
+    dch = _norm3(ch - tch.astype(ch.dtype))
     # smooth light field of the table: log level, quadratic in x, y, robust
-    yy, xx = np.mgrid[0:ss.shape[0], 0:ss.shape[1]]
-    x, y = xx / ss.shape[1] - 0.5, yy / ss.shape[0] - 0.5
-    basis = np.stack([np.ones_like(x), x, y, x * x, x * y, y * y], axis=-1)
+    hs, ws = ss.shape
+    x1 = np.arange(ws) / ws - 0.5
+    y1 = np.arange(hs) / hs - 0.5
     sel = table & (dch < chroma_tol)
     ls = np.log(np.maximum(ss, 1e-6))
-    A, bvec = basis[sel], ls[sel]
+    iy, ix = np.nonzero(sel)
+    xs, ys = x1[ix], y1[iy]
+    A = np.stack([np.ones_like(xs), xs, ys, xs * xs, xs * ys, ys * ys], axis=-1)
+    bvec = ls[iy, ix]
     sub = max(1, len(bvec) // 3000)
     A, bvec = A[::sub], bvec[::sub]
     w = np.ones(len(bvec))
@@ -598,8 +670,9 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
             coef = np.linalg.solve(Aw.T @ A + 1e-6 * np.eye(6), Aw.T @ bvec)
             r = np.abs(bvec - A @ coef)
             w = (r < max(3 * 1.48 * float(np.median(r)), 0.05)).astype(float)
-    dl = ls - basis @ coef
-    glare = (dl > 0) & (np.linalg.norm(ch - (tch + (1 / 3 - tch) * 0.5), axis=2) < dch)
+    X, Y = x1[None, :], y1[:, None]
+    dl = ls - (coef[0] + coef[1] * X + coef[2] * Y + coef[3] * (X * X) + coef[4] * (X * Y) + coef[5] * (Y * Y))
+    glare = (dl > 0) & (_norm3(ch - (tch + (1 / 3 - tch) * 0.5).astype(ch.dtype)) < dch)
     odd = ~cards & (ss > 1e-4) & ((dch > chroma_tol) | (np.abs(dl) > level_tol)) & ~(glare & (dch < 0.12))
     odd = cv2.morphologyEx(odd.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(odd, connectivity=8)
@@ -613,8 +686,13 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     mask = keep[labels] | _arms_by_level(dkf, size, min_area_mm2, ch)
     if mask.any():
         mask = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-    shine = (dl > 0.3) & (glare | cards) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12)
+    shine = (dl > 0.3) & (glare | cards) & (_norm3(ch - np.float32(1 / 3)) < 0.12)
     return mask, shine
+
+
+def _norm3(v: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis of length 3 (``np.linalg.norm(v, axis=-1)``)."""
+    return np.sqrt(v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2])
 
 
 def _arms_by_level(dark_frac: np.ndarray, size: tuple[int, int], min_area_mm2: float,
@@ -711,6 +789,33 @@ class CardsResult:
         return float(m[i0:i1, j0:j1].mean())
 
 
+def _blocks(warp: np.ndarray, block: int = 8) -> np.ndarray:
+    """Grey block means of a BGR warp (int16, ``block`` px per block, the last partial
+    row and column dropped)."""
+    g = cv2.cvtColor(warp, cv2.COLOR_BGR2GRAY)
+    h, w = g.shape
+    return cv2.resize(g[: h // block * block, : w // block * block], (w // block, h // block),
+                      interpolation=cv2.INTER_AREA).astype(np.int16)
+
+
+@dataclass
+class _Increment:
+    """What a partial read of the next changed frame needs from the last full read."""
+
+    version: int
+    gains: np.ndarray
+    level: float
+    thr: float
+    face_level: float
+    weakest: float
+    blocks: np.ndarray
+    dark: np.ndarray
+    blobs: list
+    pairs: list  # (blob, chromaticity) of every shape read, for reuse
+    result: CardsResult
+    run: int = 0
+
+
 class CardReader:
     """Reads every Bloxo card of a frame; see the module docstring."""
 
@@ -740,6 +845,8 @@ class CardReader:
         self.white = WhiteReference(paper_points(kit, "bloxo"), initial=gains0)
         self.stable = StableWarp(view, COARSE_PPM)
         self.reuse = True  # reuse an unchanged frame's or blob's reading from the previous frame
+        self.partial_reads = 0  # changed frames read only around the change (see _read_changed)
+        self._inc: _Increment | None = None
         self.same = SameFrame()
         self._last: tuple[tuple[int, int], CardsResult] | None = None
         self._previous: list[tuple[Blob, np.ndarray]] = []
@@ -761,7 +868,10 @@ class CardReader:
         if self.reuse and self._last is not None and self._last[0] == (view.version, self.stable.version) \
                 and self.same.same(frame_bgr):
             return self._last[1]  # the very frame read last time: the same cards
-        result = self._read(frame_bgr)
+        result = self._read_changed(frame_bgr) if self.reuse else None
+        self.partial_reads += result is not None
+        if result is None:
+            result = self._read(frame_bgr)
         self.same.keep(frame_bgr)
         self._last = ((view.version, self.stable.version), result)
         return result
@@ -772,7 +882,7 @@ class CardReader:
         gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
         level = self.white.level
         linb = cv2.LUT(warp, _LUT3)  # linear, BGR order
-        if self._prev_version != self.stable.version:
+        if self._prev_version != self.stable.version or not self.reuse:
             self._previous = []
         self._prev_version = self.stable.version
         self._prev_xy = np.array([[p[0].x, p[0].y] for p in self._previous]) if self._previous else np.zeros((0, 2))
@@ -793,6 +903,130 @@ class CardReader:
         if thr2 > thr:
             thr = min(thr2, 0.5 * weakest)
             dark = sb < thr
+        self._offset = (0, 0)
+        blobs = self._segment(linb, s, sb, dark, thr, face_level, weakest, gains)
+        self._previous = self._current if self.reuse else []
+        self._read_shapes(s)
+        result = self._assemble(blobs, level)
+        result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
+        self._covered_unread(result, dark)
+        self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
+                               _blocks(warp), dark, blobs, list(self._previous), result) if self.reuse else None
+        return result
+
+    # A changed frame usually differs from the last one read in one place: a card put
+    # down or taken up. Its warp is compared, in blocks, with the warp the current
+    # reading comes from; when the light is the same (white gains and level within
+    # INC_LIGHT) and the change is small, away from the play area's edge (where arms
+    # reach in), only a window around the change is segmented again, with the
+    # thresholds of the last full read: shapes whose centre lies within INC_MARGIN px
+    # of a changed block are replaced by what is read there now (every computation
+    # that reads a shape looks no farther than INC_MARGIN px from its centre, and the
+    # window reaches INC_MARGIN px beyond them); all others stay as read. The hand
+    # and glare masks are kept (a hand changes far more than a card). Anything else
+    # (new light, a large change, a change at the edge, INC_MAX_RUN partial reads in
+    # a row) is read in full.
+    INC_BLOCK = 8  # px of the warp per compared block
+    INC_LEVEL = 10  # grey levels (0..255) a block's mean must move to count as changed
+    INC_MARGIN = 50
+    INC_EDGE = 24  # px: a change this near the play area's edge is read in full
+    INC_MAX_AREA = 0.4  # of the warp: a larger window is read in full
+    INC_LIGHT = 0.02
+    INC_MAX_RUN = 30
+
+    def _read_changed(self, frame_bgr: np.ndarray) -> CardsResult | None:
+        """The reading of a frame that changed in one small place (see above), or None
+        when it must be read in full."""
+        st = self._inc
+        if st is None or st.version != self.stable.version or st.run >= self.INC_MAX_RUN:
+            return None
+        warp = self.stable.warp(frame_bgr)
+        if st.version != self.stable.version:
+            return None
+        gains = self.white.update(frame_bgr, self.view, self.stable.version).astype(np.float32)
+        level = self.white.level
+        if abs(level / st.level - 1) > self.INC_LIGHT or float(np.abs(gains / st.gains - 1).max()) > self.INC_LIGHT:
+            return None
+        blocks = _blocks(warp, self.INC_BLOCK)
+        changed = np.abs(blocks - st.blocks) > self.INC_LEVEL
+        if not changed.any():
+            return st.result
+        H, W = warp.shape[:2]
+        b = self.INC_BLOCK
+        ys, xs = np.nonzero(changed)
+        cx0, cy0, cx1, cy1 = int(xs.min()) * b, int(ys.min()) * b, (int(xs.max()) + 1) * b, (int(ys.max()) + 1) * b
+        e = self.INC_EDGE
+        if cx0 < e or cy0 < e or cx1 > W - e or cy1 > H - e:
+            return None
+        m = self.INC_MARGIN
+        ix0, iy0, ix1, iy1 = cx0 - m, cy0 - m, cx1 + m, cy1 + m  # shapes re-read: centres in here
+        x0, y0, x1, y1 = max(ix0 - m, 0), max(iy0 - m, 0), min(ix1 + m, W), min(iy1 + m, H)  # the window
+        if (x1 - x0) * (y1 - y0) > self.INC_MAX_AREA * H * W:
+            return None
+        linb = cv2.LUT(warp[y0:y1, x0:x1], _LUT3)
+        s = cv2.transform(linb, gains[::-1].reshape(1, 3).copy())
+        sb = cv2.blur(s, (3, 3))
+        dark_w = sb < st.thr
+        keep_old = [p for p in st.pairs
+                    if not (ix0 <= p[0].x * COARSE_PPM - 0.5 < ix1 and iy0 <= p[0].y * COARSE_PPM - 0.5 < iy1)]
+        self._previous = st.pairs
+        self._prev_xy = np.array([[p[0].x, p[0].y] for p in st.pairs]) if st.pairs else np.zeros((0, 2))
+        self._current = []
+        self._pending = []
+        self._offset = (x0, y0)
+        found = self._segment(linb, s, sb, dark_w, st.thr, st.face_level, st.weakest, gains)
+        new_pairs = [p for p in self._current
+                     if ix0 <= p[0].x * COARSE_PPM - 0.5 < ix1 and iy0 <= p[0].y * COARSE_PPM - 0.5 < iy1]
+        ids = {id(p[0]) for p in new_pairs}
+        self._pending = [q for q in self._pending if id(q[0]) in ids]
+        self._read_shapes(s, estimate_blur=False)
+        kept = {id(p[0]) for p in keep_old}
+        blobs = [bb for bb in st.blobs if id(bb) in kept] + [bb for bb in found if id(bb) in ids]
+        result = self._assemble(blobs, level)
+        result.foreign, result.glare = st.result.foreign, st.result.glare
+        # the face mask and the reference blocks follow what was read again
+        ja, ia, jb, ib = max(ix0, 0), max(iy0, 0), min(ix1, W), min(iy1, H)
+        dark = st.dark.copy()
+        dark[ia:ib, ja:jb] = dark_w[ia - y0:ib - y0, ja - x0:jb - x0]
+        self._covered_unread(result, dark)
+        st.blocks[ia // b:-(-ib // b), ja // b:-(-jb // b)] = blocks[ia // b:-(-ib // b), ja // b:-(-jb // b)]
+        st.dark, st.blobs, st.pairs, st.result = dark, blobs, keep_old + new_pairs, result
+        st.run += 1
+        self._previous = st.pairs
+        return result
+
+    def _covered_unread(self, result: CardsResult, dark: np.ndarray) -> None:
+        """Grid positions covered by a black card face but not read: a card is there
+        (under glare, blur, a hand): occluded, never silently missing."""
+        H, W = dark.shape
+        read = {c.at for c in result.cards}
+        half = self.card / 2
+        w_mm, h_mm = self.kit.bloxo.play_area_mm
+        nx = int((w_mm / 2) // self.card) + 1
+        ny = int((h_mm / 2) // self.card) + 1
+        dark_sum = cv2.integral(dark.view(np.uint8))
+        glare = result.glare
+        glare_sum = cv2.integral(glare.view(np.uint8)) if glare is not None else None
+        for gx in range(-nx, nx + 1):
+            for gy in range(-ny, ny + 1):
+                if (gx, gy) in read or (gx, gy) in result.partial:
+                    continue
+                cx, cy = float(self.origin[0]) + gx * self.card, float(self.origin[1]) + gy * self.card
+                i0, i1 = int(max((cy - half * 0.8) * COARSE_PPM, 0)), int(min((cy + half * 0.8) * COARSE_PPM, H))
+                j0, j1 = int(max((cx - half * 0.8) * COARSE_PPM, 0)), int(min((cx + half * 0.8) * COARSE_PPM, W))
+                if i1 <= i0 or j1 <= j0:
+                    continue
+                fd = _box_mean(dark_sum, i0, i1, j0, j1)
+                # glare can wash a whole card out: what lies under it is not known
+                if fd > 0.3 or _square_cover(glare_sum, cx, cy, half) > (0.03 if fd > 0.03 else 0.05):
+                    result.partial[(gx, gy)] = 0
+
+    def _segment(self, linb: np.ndarray, s: np.ndarray, sb: np.ndarray, dark: np.ndarray, thr: float,
+                 face_level: float, weakest: float, gains: np.ndarray) -> list[Blob]:
+        """The shapes of a (part of the) warp: bright blobs ringed by black face, read
+        (colour, outline queued for :meth:`_read_shapes`) or reused from the previous
+        frame. Pixel coordinates are of the arrays given, offset by ``self._offset``."""
+        view = self.view
         # Shapes are the holes of the black card faces: bright blobs wholly ringed by
         # black. The table, hands and glare on the table are not ringed by black.
         # An opening of the bright part first: the necks that blur draws between a
@@ -817,13 +1051,16 @@ class CardReader:
         # their own brightness.
         merged = ~single & (area > self.area_hi) & (area <= self.area_hi * 6.0)
         merged[0] = False
+        # every single blob's ring test and colour statistics at once (see _prepare)
+        ids = np.nonzero(single)[0]
+        prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains)
         for i in np.nonzero(single | merged)[0]:
             if i == 0:
                 continue
             x0, y0, w, h = stats[i, :4]
             if single[i]:
-                self._try_blob(blobs, i, labels, (x0, y0, w, h), dark, linb, s,
-                               gains, face_level)
+                if i in prep:
+                    self._accept(blobs, i, prep[i], labels, (x0, y0, w, h), s, face_level)
                 continue
             m = 3
             xa, ya, xb, yb = max(x0 - m, 0), max(y0 - m, 0), min(x0 + w + m, W), min(y0 + h + m, H)
@@ -854,38 +1091,153 @@ class CardReader:
             n2, labels2, stats2, cents2 = cv2.connectedComponentsWithStats((~closed2).astype(np.uint8), connectivity=4)
             area2 = stats2[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
             have = np.array([[b.x, b.y] for b in blobs]) if blobs else np.zeros((0, 2))
-            for i in np.nonzero((area2 >= 0.5 * self.area_lo) & (area2 <= self.area_hi * 1.6))[0]:
-                if i == 0:
-                    continue
-                x, y = view.mm_of_rectified(cents2[i, 0], cents2[i, 1], COARSE_PPM)
-                if len(have) and np.min(np.hypot(have[:, 0] - x, have[:, 1] - y)) < self.quad * 0.4:
-                    continue
-                self._try_blob(blobs, i, labels2, tuple(stats2[i, :4]), dark2, linb, s, gains, face_level)
-        self._previous = self._current if self.reuse else []
-        self._read_shapes(s)
-        result = self._assemble(blobs, level)
-        result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
-        # Grid positions covered by a black card face but not read: a card is there
-        # (under glare, blur, a hand): occluded, never silently missing.
-        read = {c.at for c in result.cards}
-        half = self.card / 2
-        w_mm, h_mm = self.kit.bloxo.play_area_mm
-        nx = int((w_mm / 2) // self.card) + 1
-        ny = int((h_mm / 2) // self.card) + 1
-        for gx in range(-nx, nx + 1):
-            for gy in range(-ny, ny + 1):
-                if (gx, gy) in read or (gx, gy) in result.partial:
-                    continue
-                cx, cy = self.origin + np.array([gx, gy]) * self.card
-                i0, i1 = int(max((cy - half * 0.8) * COARSE_PPM, 0)), int(min((cy + half * 0.8) * COARSE_PPM, H))
-                j0, j1 = int(max((cx - half * 0.8) * COARSE_PPM, 0)), int(min((cx + half * 0.8) * COARSE_PPM, W))
-                if i1 <= i0 or j1 <= j0:
-                    continue
-                fd = dark[i0:i1, j0:j1].mean()
-                # glare can wash a whole card out: what lies under it is not known
-                if fd > 0.3 or result.foreign_at(cx, cy, half, "glare") > (0.03 if fd > 0.03 else 0.05):
-                    result.partial[(gx, gy)] = 0
-        return result
+            cand = np.nonzero((area2 >= 0.5 * self.area_lo) & (area2 <= self.area_hi * 1.6))[0]
+            cand = cand[cand != 0]
+            if len(cand) and len(have):
+                x, y = self._mm(cents2[cand, 0], cents2[cand, 1])
+                near = np.hypot(have[None, :, 0] - x[:, None], have[None, :, 1] - y[:, None]).min(axis=1)
+                cand = cand[near >= self.quad * 0.4]
+            prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains)
+            for i in cand:
+                if i in prep2:
+                    self._accept(blobs, i, prep2[i], labels2, tuple(stats2[i, :4]), s, face_level)
+        return blobs
+
+    def _mm(self, u: Any, v: Any) -> tuple[Any, Any]:
+        """Board mm of pixel coordinates of the part of the warp being segmented."""
+        return self.view.mm_of_rectified(np.asarray(u) + self._offset[0], np.asarray(v) + self._offset[1], COARSE_PPM)
+
+    def _prepare(self, ids: np.ndarray, labels: np.ndarray, stats: np.ndarray, cents: np.ndarray,
+                 dark: np.ndarray, linb: np.ndarray, s: np.ndarray, gains: np.ndarray) -> dict[int, tuple]:
+        """:meth:`_try_blob`'s tests and measurements for many components of ``labels``
+        at once (whole-image sums instead of one region of interest per blob).
+
+        The ring of black face: the blob's box grown by 3 px holds at least 45% of face
+        outside the blob (the box holds the whole component, and no face pixel lies in
+        a component: components are taken outside the closing of the face mask).
+        Returns, per accepted component: centroid (warp px), area, the chromaticity of
+        its mean colour (to recognise an unchanged print), and, from its brighter half,
+        the colour (balanced linear RGB) and the brightness ``top``."""
+        ids = np.asarray(ids, np.int64)
+        if len(ids) == 0:
+            return {}
+        H, W = dark.shape
+        integral = cv2.integral(dark.view(np.uint8) if dark.dtype == bool else dark.astype(np.uint8))
+        x0, y0, w, h, cnt = (stats[ids, k].astype(np.int64) for k in range(5))
+        g = 3
+        ia, ib = np.maximum(y0 - g, 0), np.minimum(y0 + h + g, H)
+        ja, jb = np.maximum(x0 - g, 0), np.minimum(x0 + w + g, W)
+        dk = integral[ib, jb] - integral[ia, jb] - integral[ib, ja] + integral[ia, ja]
+        outside = (ib - ia) * (jb - ja) - cnt
+        ok = (outside > 0) & (dk >= 0.45 * outside)
+        acc = ids[ok]
+        if len(acc) == 0:
+            return {}
+        m = len(acc)
+        if m <= 16:
+            # a few components: their pixels from their boxes (not the whole image)
+            parts = []
+            for j, i in enumerate(acc):
+                bx, by, bw, bh = (int(v) for v in stats[i, :4])
+                yy, xx = np.nonzero(labels[by:by + bh, bx:bx + bw] == i)
+                parts.append((yy + by) * W + (xx + bx))
+            sel = np.concatenate(parts)
+            k = np.repeat(np.arange(m), [len(q) for q in parts])
+        else:
+            lut = np.full(len(stats), -1, np.int32)
+            lut[acc] = np.arange(m, dtype=np.int32)
+            pix = lut[labels.ravel()]
+            sel = np.flatnonzero(pix >= 0)
+            k = pix[sel]
+        L = linb.reshape(-1, 3)[sel].astype(np.float64)
+        S = s.ravel()[sel]
+        n_px = np.bincount(k, minlength=m).astype(np.float64)
+        rgb = np.stack([np.bincount(k, L[:, c], m) for c in (2, 1, 0)], axis=1) / n_px[:, None] * gains
+        chroma = rgb / np.maximum(rgb.sum(axis=1, keepdims=True), 1e-9)
+        mean_s = (np.bincount(k, S, m) / n_px).astype(np.float32)
+        core = S >= mean_s[k]
+        kc = k[core]
+        n_core = np.maximum(np.bincount(kc, minlength=m), 1).astype(np.float64)
+        Lc = L[core]
+        col = np.stack([np.bincount(kc, Lc[:, c], m) for c in (2, 1, 0)], axis=1) / n_core[:, None] * gains
+        top = np.bincount(kc, S[core], m) / n_core
+        area = n_px / COARSE_PPM ** 2
+        cls = self.refs.classify_many(col)
+        sat = (col.max(axis=1) - col.min(axis=1)) / np.maximum(col.max(axis=1), 1e-9)
+        return {int(i): (float(cents[i, 0]), float(cents[i, 1]), float(area[j]), chroma[j],
+                         (float(sat[j]),) + cls[j], float(top[j]))
+                for j, i in enumerate(acc)}
+
+    def _accept(self, blobs: list[Blob], i: int, prep: tuple, labels: np.ndarray, box: tuple, s: np.ndarray,
+                face_level: float) -> None:
+        """A component that passed :meth:`_prepare`: a shape, reused from the previous
+        frame if unchanged, else its colour classified and its outline queued (as
+        :meth:`_try_blob` and :meth:`_read_blob`)."""
+        cx, cy, area, chroma, col, top = prep
+        x, y = self._mm(cx, cy)
+        b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
+        if self._reused(b, chroma):
+            blobs.append(b)
+            return
+        blobs.append(b)
+        self._current.append((b, chroma))
+        if not self._colour(b, *col):
+            return
+        H, W = s.shape
+        x0, y0, w, h = (int(v) for v in box)
+        mg = int(round(7 * COARSE_PPM))
+        xa, ya, xb, yb = max(x0 - mg, 0), max(y0 - mg, 0), min(x0 + w + mg, W), min(y0 + h + mg, H)
+        comp = (labels[ya:yb, xa:xb] == i).view(np.uint8)
+        self._outline(b, s[ya:yb, xa:xb], comp, top, face_level, (cx, cy))
+
+    def _reused(self, b: Blob, chroma: np.ndarray) -> bool:
+        """The table changes rarely: a blob at the same place, of the same size and
+        colour as in the previous frame is the same print; its reading is reused."""
+        prev = self._previous
+        if not prev:
+            return False
+        d = np.hypot(self._prev_xy[:, 0] - b.x, self._prev_xy[:, 1] - b.y)
+        j = int(np.argmin(d))
+        p = prev[j]
+        if d[j] < 0.7 and abs(p[0].area_mm2 / b.area_mm2 - 1) < 0.04 and np.abs(p[1] - chroma).max() < 0.02:
+            old = p[0]
+            b.colour, b.colour_dist, b.colour_margin = old.colour, old.colour_dist, old.colour_margin
+            b.shape, b.shape_dist, b.shape_margin, b.partial = old.shape, old.shape_dist, old.shape_margin, old.partial
+            self._current.append((b, chroma))
+            return True
+        return False
+
+    def _colour(self, b: Blob, sat: float, idx: int, dist: float, margin: float) -> bool:
+        """The blob's colour (saturation and :meth:`ColourRefs.classify` of the balanced
+        linear RGB of its brighter half); False for a white-ish blob (glare on the card,
+        not a printed colour)."""
+        if sat < 0.45:
+            b.colour, b.colour_dist, b.colour_margin, b.partial = None, dist, 0.0, True
+            return False
+        b.colour = self.refs.names[idx] if idx >= 0 else None
+        b.colour_dist, b.colour_margin = dist, margin
+        return True
+
+    def _outline(self, b: Blob, s: np.ndarray, comp: np.ndarray, top: float, face_level: float,
+                 centre: tuple[float, float]) -> None:
+        """The blob's outline at half height (ROI ``s``, component mask ``comp``): a
+        shape cut by the warp's edge or too small is partial; the shape is queued for
+        :meth:`_read_shapes`."""
+        # outline at half height, inside the blob grown back past its tips (it was
+        # found after an opening); the other blobs in the ROI stay out
+        region = cv2.dilate(comp, _DISK11) & (s > face_level + 0.25 * (top - face_level)).view(np.uint8)
+        vals = np.where(region > 0, s, np.float32(face_level))
+        mask = outline_mask(vals, top, face_level)
+        hh, ww = mask.shape
+        x, y, w, h = cv2.boundingRect(mask)
+        if w == 0:
+            b.partial = True
+            return
+        if x == 0 or y == 0 or x + w >= ww or y + h >= hh:
+            b.partial = True  # cut by the warp's edge
+        if cv2.countNonZero(mask) / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
+            b.partial = True
+        self._pending.append((b, centre, top, face_level))
 
     def _try_blob(self, blobs: list[Blob], i: int, labels: np.ndarray, box: tuple, dark: np.ndarray,
                   linb: np.ndarray, s: np.ndarray, gains: np.ndarray, face_level: float) -> None:
@@ -909,24 +1261,13 @@ class CardReader:
             return
         m_ = cv2.moments(comp, True)
         area = cnt / COARSE_PPM ** 2
-        x, y = self.view.mm_of_rectified(m_["m10"] / m_["m00"] + xa, m_["m01"] / m_["m00"] + ya, COARSE_PPM)
+        x, y = self._mm(m_["m10"] / m_["m00"] + xa, m_["m01"] / m_["m00"] + ya)
         b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
-        # The table changes rarely: a blob at the same place, of the same size and
-        # colour as in the previous frame is the same print; its reading is reused.
         col = np.array(cv2.mean(linb[ya:yb, xa:xb], mask=comp)[:3][::-1]) * gains
         chroma = col / max(float(col.sum()), 1e-9)
-        prev = self._previous
-        if prev:
-            d = np.hypot(self._prev_xy[:, 0] - x, self._prev_xy[:, 1] - y)
-            j = int(np.argmin(d))
-            p = prev[j]
-            if d[j] < 0.7 and abs(p[0].area_mm2 / area - 1) < 0.04 and np.abs(p[1] - chroma).max() < 0.02:
-                old = p[0]
-                b.colour, b.colour_dist, b.colour_margin = old.colour, old.colour_dist, old.colour_margin
-                b.shape, b.shape_dist, b.shape_margin, b.partial = old.shape, old.shape_dist, old.shape_margin, old.partial
-                blobs.append(b)
-                self._current.append((b, chroma))
-                return
+        if self._reused(b, chroma):
+            blobs.append(b)
+            return
         self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level,
                         (m_["m10"] / m_["m00"] + xa, m_["m01"] / m_["m00"] + ya))
         blobs.append(b)
@@ -945,33 +1286,15 @@ class CardReader:
         # to a glare spot's washed-out centre).
         col = np.array(cv2.mean(linb, mask=core)[:3][::-1]) * gains
         sat = (col.max() - col.min()) / max(col.max(), 1e-9)
-        idx, dist, margin = self.refs.classify(col)
-        if sat < 0.45:
-            # white-ish: glare on the card, not a printed colour
-            b.colour, b.colour_dist, b.colour_margin, b.partial = None, dist, 0.0, True
+        if not self._colour(b, sat, *self.refs.classify(col)):
             return
-        b.colour = self.refs.names[idx] if idx >= 0 else None
-        b.colour_dist, b.colour_margin = dist, margin
-        top = float(sc[sc >= mean_s].mean())
-        # outline at half height, inside the blob grown by a pixel (the other blobs in
-        # the ROI stay out)
-        # (the blob was found after an opening: grow it back past its tips)
-        region = cv2.dilate(comp, _DISK11) & (s > face_level + 0.25 * (top - face_level)).astype(np.uint8)
-        vals = np.where(region > 0, s, np.float32(face_level))
-        mask = outline_mask(vals, top, face_level)
-        hh, ww = mask.shape
-        x, y, w, h = cv2.boundingRect(mask)
-        if w == 0 or x == 0 or y == 0 or x + w >= ww or y + h >= hh:
-            b.partial = True  # cut by the warp's edge
-        if not mask.any():
-            b.partial = True
-            return
-        if float(mask.sum()) / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
-            b.partial = True
-        self._pending.append((b, centre, top, face_level))
+        self._outline(b, s, comp, float(sc[sc >= mean_s].mean()), face_level, centre)
 
-    def _read_shapes(self, s: np.ndarray) -> None:
-        """Shapes of the blobs queued this frame (see :class:`ShapeTemplates`)."""
+    def _read_shapes(self, s: np.ndarray, estimate_blur: bool = True) -> None:
+        """Shapes of the blobs queued this frame (see :class:`ShapeTemplates`); the
+        frame's blur is estimated again from them unless ``estimate_blur`` is False
+        (a partial read: the few new shapes of an unchanged view keep the blur the
+        last full read measured on all of them)."""
         pend = [p for p in self._pending if not p[0].partial] + [p for p in self._pending if p[0].partial]
         self._pending = []
         if not pend:
@@ -979,7 +1302,7 @@ class CardReader:
         X = self.shapes.patches(s, np.array([p[1] for p in pend]), np.array([p[2] for p in pend]),
                                 np.array([p[3] for p in pend]))
         whole = sum(not p[0].partial for p in pend)
-        if whole >= 3 or self.blur_choice is None:
+        if (estimate_blur and whole >= 3) or self.blur_choice is None:
             # the frame's blur, from (up to 24 of) its whole shapes
             sel = np.arange(whole if whole >= 3 else len(pend))
             if len(sel) > 24:
@@ -991,14 +1314,13 @@ class CardReader:
     # ---------------------------------------------------------------- cards
     def _slot(self, x: float, y: float) -> tuple[int, int, float]:
         """Quadrant lattice index (kx, ky) of a board point and its distance to it."""
-        rel = np.array([x, y]) - self.origin - self.quad / 2
-        k = np.round(rel / self.quad)
-        d = float(np.linalg.norm(rel - k * self.quad))
-        return int(k[0]), int(k[1]), d
+        q = self.quad
+        rx, ry = x - float(self.origin[0]) - q / 2, y - float(self.origin[1]) - q / 2
+        kx, ky = round(rx / q), round(ry / q)  # half to even, as numpy rounds
+        return int(kx), int(ky), math.hypot(rx - kx * q, ry - ky * q)
 
     def grid_of(self, x: float, y: float) -> tuple[int, int]:
-        rel = (np.array([x, y]) - self.origin) / self.card
-        return int(np.round(rel[0])), int(np.round(rel[1]))
+        return int(round((x - float(self.origin[0])) / self.card)), int(round((y - float(self.origin[1])) / self.card))
 
     def _assemble(self, blobs: list[Blob], level: float) -> CardsResult:
         slots: dict[tuple[int, int], dict[int, Blob]] = {}
@@ -1085,6 +1407,25 @@ class CardReader:
                 if ox * oy > 0.1 * self.card ** 2:
                     out.append(p)
         return out
+
+
+def _box_mean(integral: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> float:
+    """Mean of a 0/1 image over rows i0:i1, columns j0:j1, from its integral image."""
+    tot = int(integral[i1, j1]) - int(integral[i0, j1]) - int(integral[i1, j0]) + int(integral[i0, j0])
+    return tot / ((i1 - i0) * (j1 - j0))
+
+
+def _square_cover(integral: np.ndarray | None, x: float, y: float, half: float) -> float:
+    """:meth:`CardsResult.foreign_at` from the integral image of the mask."""
+    if integral is None:
+        return 0.0
+    step = FOREIGN_STEP_MM
+    H, W = integral.shape[0] - 1, integral.shape[1] - 1
+    i0, i1 = int(max((y - half) / step, 0)), int(min((y + half) / step, H))
+    j0, j1 = int(max((x - half) / step, 0)), int(min((x + half) / step, W))
+    if i1 <= i0 or j1 <= j0:
+        return 0.0
+    return _box_mean(integral, i0, i1, j0, j1)
 
 
 def _fit_card(quads: list[Blob]) -> Card:

@@ -105,19 +105,29 @@ KNOWN_SYMBOLS = ("star", "sun", "heart", "diamond", "square", "triangle", "clove
                  "anchor", "lightning")
 
 
-def normalise_ink(ink: np.ndarray, threshold: float = 0.35) -> np.ndarray | None:
+def ink_box(ink: np.ndarray, threshold: float = 0.35) -> tuple[int, int, int, int, int]:
+    """(count, x, y, w, h): how many pixels of the ink image exceed ``threshold`` and
+    their bounding box."""
+    m = (ink > threshold).view(np.uint8)
+    count = cv2.countNonZero(m)
+    if count == 0:
+        return 0, 0, 0, 0, 0
+    x, y, w, h = cv2.boundingRect(m)
+    return count, x, y, w, h
+
+
+def normalise_ink(ink: np.ndarray, threshold: float = 0.35,
+                  box: tuple[int, int, int, int, int] | None = None) -> np.ndarray | None:
     """The ink image (0 = tile, 1 = full ink) cropped to its bounding box and scaled so
     the box's larger side is :data:`FILL` px, centred on a :data:`CANVAS` canvas; None
-    when there is no ink."""
-    m = ink > threshold
-    if m.sum() < 3:
+    when there is no ink. ``box``: :func:`ink_box` of the same image and threshold, if
+    already known."""
+    count, x0, y0, w, h = ink_box(ink, threshold) if box is None else box
+    if count < 3:
         return None
-    ys, xs = np.nonzero(m)
-    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
-    h, w = y1 - y0, x1 - x0
     s = FILL / max(h, w)
     nh, nw = max(1, int(round(h * s))), max(1, int(round(w * s)))
-    crop = ink[y0:y1, x0:x1].astype(np.float32)
+    crop = ink[y0:y0 + h, x0:x0 + w].astype(np.float32)
     small = cv2.resize(crop, (nw, nh), interpolation=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR)
     out = np.zeros((CANVAS, CANVAS), np.float32)
     oy, ox = (CANVAS - nh) // 2, (CANVAS - nw) // 2
@@ -201,27 +211,38 @@ class GlyphBank:
         self.is_text = np.array([n in letters or n in digits for n in self.names])
 
     def scores(self, canvases: np.ndarray) -> np.ndarray:
-        """(N, classes) best correlation of each canvas with each class's templates."""
+        """(N, classes) best correlation of each canvas with each class's templates
+        (kept, with each class's best template, for :meth:`blur_of` and
+        :meth:`discriminate`)."""
+        per, self._best, self._X = self.score_rows(canvases)
+        return per
+
+    def score_rows(self, canvases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(per, best, X): each canvas's best correlation with each class (N, classes),
+        the index of each class's best template (N, classes) and the normalised canvases
+        (N, D); nothing is kept (see :meth:`scores`)."""
         X = canvases.reshape(len(canvases), -1).astype(np.float32)
         X = X - X.mean(axis=1, keepdims=True)
         X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
         full = X @ self.T.T
-        self._X = X
-        # each class's best template, for :meth:`discriminate`
         bounds = np.append(self._starts[::len(self.blurs)], len(self.T))
-        self._best = np.empty((len(X), len(self.names)), np.int64)
+        best = np.empty((len(X), len(self.names)), np.int64)
         per = np.empty((len(X), len(self.names)), np.float32)
         rows = np.arange(len(X))
         for k in range(len(self.names)):
             j = np.argmax(full[:, bounds[k]:bounds[k + 1]], axis=1)
-            self._best[:, k] = bounds[k] + j
+            best[:, k] = bounds[k] + j
             per[:, k] = full[rows, bounds[k] + j]
-        return per
+        return per, best, X
 
     def blur_of(self, i: int, a: str) -> float:
         """The blur (canvas px) of class ``a``'s best template for canvas ``i`` of the
         last :meth:`scores` call."""
-        return float(self.blurs[int(self.levels[self._best[i, self.names.index(a)]])])
+        return self.blur_of_row(self._best[i], a)
+
+    def blur_of_row(self, best: np.ndarray, a: str) -> float:
+        """:meth:`blur_of` from one row of :meth:`score_rows`' ``best``."""
+        return float(self.blurs[int(self.levels[best[self.names.index(a)]])])
 
     def discriminate(self, i: int, a: str, b: str) -> float:
         """Which of the classes ``a`` and ``b`` canvas ``i`` of the last :meth:`scores`
@@ -229,10 +250,13 @@ class GlyphBank:
         template, -1 exactly ``b``'s. Two faces that share most of their ink (B and 8,
         6 and 8, a sun and a flower) differ in a few strokes; the correlation over the
         whole canvas hardly sees them, this weighs them alone."""
-        ta, tb = self.T[self._best[i, self.names.index(a)]], self.T[self._best[i, self.names.index(b)]]
+        return self.discriminate_row(self._X[i], self._best[i], a, b)
+
+    def discriminate_row(self, x: np.ndarray, best: np.ndarray, a: str, b: str) -> float:
+        """:meth:`discriminate` from one row of :meth:`score_rows`' ``X`` and ``best``."""
+        ta, tb = self.T[best[self.names.index(a)]], self.T[best[self.names.index(b)]]
         w = np.abs(ta - tb)
         w /= float(w.max()) + 1e-9
-        x = self._X[i]
         da = float(np.sum(w * (x - ta) ** 2))
         db = float(np.sum(w * (x - tb) ** 2))
         return (db - da) / max(da + db, 1e-9)

@@ -31,7 +31,7 @@ import numpy as np
 
 from calibration.colour import srgb_to_linear
 from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
-from vision.glyphs import GlyphBank, GlyphMatch, normalise_ink
+from vision.glyphs import GlyphBank, GlyphMatch, ink_box, normalise_ink
 
 PPM = 2.0
 WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew) always covers
@@ -42,6 +42,14 @@ WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew)
 CLOSE_MARGIN = 0.01
 CLOSE_DISCRIMINATE = 0.2
 SHARP_BLUR = 1.2  # canvas px: a frame whose faces fit templates this sharp or sharper is sharp
+# A tile whose ink image (0..1) differs from the previous frame's by no more than this
+# anywhere, averaged over 3 x 3 pixels, shows the same print: its glyph scores are kept,
+# not matched again. Sensor noise and JPEG move that average by up to ~0.1; another
+# face differs by strokes (2 px wide and more) of ink against none: ~0.7 and more; a
+# glare spot or a finger over the print washes ink out or adds it over such areas too.
+# (A tile nudged by a pixel may pass: its face is the same.)
+INK_SAME = 0.25
+KEEP_MARGIN = 0.08  # a face read by this margin or more keeps its scores while its ink is unchanged
 
 _LUMA_BGR = np.array([0.0722, 0.7152, 0.2126], np.float32)
 
@@ -88,6 +96,10 @@ class TileReader:
         # the printed letters' height, learned from confidently read letters and digits
         self._heights: list[float] = []
         self.letter_mm: float | None = None
+        self.reuse = True  # keep an unchanged tile's glyph scores from the previous frame
+        self.matched = 0
+        self._cache: dict[int, list] = {}  # space index -> [ink, count, height, scores, confident]
+        self._cache_version = -1
 
     def read(self, frame_bgr: np.ndarray) -> list[list[SpaceReading]]:
         view = self.view
@@ -95,7 +107,8 @@ class TileReader:
         gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
         self.warp = warp
         n, c = self.n, self.cell_px
-        linb = cv2.LUT(warp[: n * c, : n * c], _LUT3) * gains[::-1]  # balanced linear BGR
+        # balanced linear BGR (the gains folded into the table: the same products)
+        linb = cv2.LUT(warp[: n * c, : n * c], _LUT3 * gains[::-1])
         w = self.hi - self.lo
         full = linb.reshape(n, c, n, c, 3)[:, self.lo:self.hi, :, self.lo:self.hi].transpose(0, 2, 1, 3, 4)
         lum_full = np.ascontiguousarray(full) @ _LUMA_BGR  # (n, n, w, w): the print, full resolution
@@ -105,8 +118,9 @@ class TileReader:
         h2, lo2, hi2 = c // 2, self.lo // 2, self.hi // 2
         win = half.reshape(n, h2, n, h2, 3)[:, lo2:hi2, :, lo2:hi2].transpose(0, 2, 1, 3, 4)
         win = np.ascontiguousarray(win).reshape(n * n, -1, 3)  # (81, P, 3)
-        mx = win.max(axis=2)
-        mn = win.min(axis=2)
+        b_, g_, r_ = win[..., 0], win[..., 1], win[..., 2]
+        mx = np.maximum(np.maximum(b_, g_), r_)
+        mn = np.minimum(np.minimum(b_, g_), r_)
         sat = (mx - mn) / np.maximum(mx, 1e-6)
         lum = win @ _LUMA_BGR
         P = lum.shape[1]
@@ -116,8 +130,8 @@ class TileReader:
         lum_hi = np.partition(lum, int(0.8 * P), axis=1)[:, int(0.8 * P)]
         # Empty or a tile: the window's un-inked colour is nearer the surveyed board
         # paper or nearer a tile colour (chromaticity: shading does not matter).
-        lit = (lum > 0.5 * lum_hi[:, None])[..., None]
-        mean_col = (win * lit).sum(axis=1) / np.maximum(lit.sum(axis=1), 1)
+        lit = (lum > 0.5 * lum_hi[:, None]).astype(np.float32)
+        mean_col = np.matmul(lit[:, None, :], win)[:, 0] / np.maximum(lit.sum(axis=1), 1)[:, None]
         ch = mean_col[:, ::-1] / np.maximum(mean_col.sum(axis=1, keepdims=True), 1e-6)
         d_board = np.linalg.norm(ch - self.board_chroma, axis=1)
         d_tile = np.min(np.linalg.norm(ch[:, None, :] - self.refs.chroma[None], axis=2), axis=1)
@@ -129,7 +143,7 @@ class TileReader:
         # un-inked pixels; then the ink, far darker than the tile's own brightness
         good = (sat > 0.6 * p70[:, None]) & (lum > 0.5 * lum_hi[:, None])
         cnt = good.sum(axis=1)
-        col = (win * good[..., None]).sum(axis=1) / np.maximum(cnt, 1)[:, None]
+        col = np.matmul(good.astype(np.float32)[:, None, :], win)[:, 0] / np.maximum(cnt, 1)[:, None]
         col = np.where(cnt[:, None] > 0, col, win.mean(axis=1))[:, ::-1]  # RGB
         chroma = col / np.maximum(col.sum(axis=1, keepdims=True), 1e-6)
         dist_all = np.linalg.norm(chroma[:, None, :] - self.refs.chroma[None], axis=2)
@@ -140,40 +154,78 @@ class TileReader:
         is_tile = (d_tile < d_board) & (p70 > 0.2)
         ink_all = np.clip((1.0 - lum_full[is_tile] / np.maximum(tl[is_tile], 1e-6)[:, None, None]) * 1.15, 0, 1)
         out: list[list[SpaceReading]] = [[None] * n for _ in range(n)]  # type: ignore[list-item]
-        canvases, where = [], []
+        # A tile whose ink is what it was in the previous frame (same warp) keeps its
+        # glyph scores: only the faces that changed are matched again.
+        if self._cache_version != self.stable.version or not self.reuse:
+            self._cache = {}
+        self._cache_version = self.stable.version
+        same = np.zeros(n * n, bool)
+        tiles_k = np.nonzero(is_tile)[0]
+        if self._cache and len(tiles_k):
+            # only confident readings are kept: a doubtful face is matched again in every
+            # frame (as without reuse: each frame gives it another chance)
+            have = np.array([k in self._cache and self._cache[k][4] for k in tiles_k])
+            if have.any():
+                old = np.stack([self._cache[k][0] if k in self._cache else ink_all[t]
+                                for t, k in enumerate(tiles_k)])
+                same[tiles_k] = have & (_local_change(ink_all - old) <= INK_SAME)
+        cache: dict[int, list] = {}
+        where: list[tuple[int, int, float]] = []
+        rows: list = []  # per face read: (per, best, x) of GlyphBank.score_rows, or its index among the new
+        new_canvases: list[np.ndarray] = []
         t = 0
         for k in range(n * n):
             r, cc = divmod(k, n)
             if not is_tile[k]:
-                conf = float(np.clip((d_tile[k] - d_board[k]) / 0.08, 0, 1))
+                conf = _unit((d_tile[k] - d_board[k]) / 0.08)
                 out[r][cc] = SpaceReading(False, None, conf, None, 0, 0, float(p70[k]), float(d_tile[k]), 0.0,
                                           float(d_board[k]), bool(whitish[k]))
                 continue
             ink = ink_all[t]
             t += 1
             dist, margin = float(d0[k]), float(d1[k] - d0[k])
-            conf = float(np.clip(margin / 0.08, 0, 1) * np.clip(1.5 - dist / 0.15, 0, 1))
-            inked = ink > 0.45
+            conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
+            if same[k]:
+                _, count, height, scores, _ = self._cache[k]
+            else:
+                box = ink_box(ink, 0.45)
+                count, height = box[0], box[4] / PPM
+                canvas = normalise_ink(ink, 0.45, box)
+                scores = None
+                if canvas is not None:
+                    scores = len(new_canvases)
+                    new_canvases.append(canvas)
             out[r][cc] = SpaceReading(True, self.colour_names[int(order[k, 0])], conf, None, 0.0, 0.0, float(p70[k]),
-                                      dist, float(inked.mean()), float(d_board[k]))
-            canvas = normalise_ink(ink, 0.45)
-            if canvas is not None:
-                ys = np.nonzero(inked.any(axis=1))[0]
-                canvases.append(canvas)
-                where.append((r, cc, (ys[-1] - ys[0] + 1) / PPM))
+                                      dist, count / ink.size, float(d_board[k]))
+            cache[k] = [ink, count, height, scores, False]
+            if scores is not None:
+                where.append((r, cc, height))
+                rows.append(scores)
+        self.matched = len(new_canvases)  # faces matched against the glyph bank this frame
+        if new_canvases:
+            per_new, best_new, x_new = self.glyphs.score_rows(np.array(new_canvases))
+            rows = [(per_new[j], best_new[j], x_new[j]) if isinstance(j, int) else j for j in rows]
+            for e in cache.values():
+                if isinstance(e[3], int):
+                    e[3] = (per_new[e[3]], best_new[e[3]], x_new[e[3]])
+        self._cache = cache if self.reuse else {}
+        canvases = where
         if canvases:
-            per = self.glyphs.scores(np.array(canvases))
+            per = np.array([row[0] for row in rows])
+            rows_best = [row[1] for row in rows]
+            rows_x = [row[2] for row in rows]
             text = self.glyphs.is_text
             names = self.glyphs.names
             # how blurred this frame's faces are: the blur of the templates that fit them
-            frame_blur = float(np.median([self.glyphs.blur_of(i, self.glyphs.names[int(np.argmax(row))])
+            frame_blur = float(np.median([self.glyphs.blur_of_row(rows_best[i], self.glyphs.names[int(np.argmax(row))])
                                           for i, row in enumerate(per)]))
             for i, ((r, cc, height), row) in enumerate(zip(where, per)):
                 m = self.glyphs.decide(row)
                 both_text = text[names.index(m.best)] and text[names.index(m.second)]
                 if m.face is None and m.score >= 0.6 and CLOSE_MARGIN <= m.margin \
                         and (both_text or frame_blur <= SHARP_BLUR) \
-                        and self.glyphs.discriminate(i, m.best, m.second) >= CLOSE_DISCRIMINATE:
+                        and self.glyphs.discriminate_row(rows_x[i], rows_best[i], m.best, m.second) \
+                        >= CLOSE_DISCRIMINATE:
                     # two characters alike overall (B and 8): decided where they differ
                     # (symbols only in a sharp frame: blur rounds a diamond or a star toward a sun)
                     m = GlyphMatch(m.best, m.score, m.margin, m.best, m.second)
@@ -187,6 +239,7 @@ class TileReader:
                         self._heights.append(height)
                 s = out[r][cc]
                 s.face, s.face_score, s.face_margin = m.face, m.score, m.margin
+                cache[r * n + cc][4] = m.face is not None and m.margin >= KEEP_MARGIN
                 if m.face is not None and text[self.glyphs.names.index(m.face)] and not self.letter_mm \
                         and m.margin > 0.08:
                     self._heights.append(height)
@@ -194,6 +247,22 @@ class TileReader:
             if len(self._heights) >= 1:
                 self.letter_mm = float(np.median(self._heights))
         return out
+
+
+def _local_change(diff: np.ndarray) -> np.ndarray:
+    """Per image of ``diff`` (N, h, w): the largest absolute 3 x 3 mean (zero outside)."""
+    N, h, w = diff.shape
+    pad = np.zeros((N, h + 2, w + 2), np.float32)
+    pad[:, 1:-1, 1:-1] = diff
+    box = cv2.boxFilter(pad.reshape(N * (h + 2), w + 2), -1, (3, 3), normalize=True,
+                        borderType=cv2.BORDER_CONSTANT)
+    box = box.reshape(N, h + 2, w + 2)[:, 1:-1, 1:-1]
+    return np.abs(box).reshape(N, -1).max(axis=1)
+
+
+def _unit(v: float) -> float:
+    """``v`` clipped to 0..1 (a Python float)."""
+    return min(max(float(v), 0.0), 1.0)
 
 
 def board_reference_lin(survey: dict | None, kit: Any) -> np.ndarray:
