@@ -257,6 +257,36 @@ def _hint(image: np.ndarray, pts: np.ndarray | None) -> str:
     return "covered or unreadable (a hand or object over it, or heavy blur)"
 
 
+MAGNIFY_TO_PX = 64.0  # a marker looked at again is magnified to about this many pixels across
+
+
+def _magnified_look(image: np.ndarray, kit: Kit, marker_id: int, pts: np.ndarray) -> np.ndarray | None:
+    """Marker ``marker_id`` searched for around its predicted corners ``pts`` in a
+    magnified crop; its corners in ``image`` pixels, or None."""
+    H, W = image.shape[:2]
+    side = float(np.mean(np.linalg.norm(pts - np.roll(pts, 1, axis=0), axis=1)))
+    if not np.isfinite(side) or side < 4 or side > MAGNIFY_TO_PX:
+        return None
+    # The prediction is only as good as the lens model (a default lens is off by up to
+    # a marker's width at a wide-angle frame's edge): a generous window, and the id decides.
+    margin = 1.5 * side
+    x0, y0 = np.floor(pts.min(axis=0) - margin).astype(int)
+    x1, y1 = np.ceil(pts.max(axis=0) + margin).astype(int)
+    x0, y0, x1, y1 = max(int(x0), 0), max(int(y0), 0), min(int(x1), W), min(int(y1), H)
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return None
+    f = min(4.0, MAGNIFY_TO_PX / side)
+    crop = cv2.resize(_gray(image[y0:y1, x0:x1]), None, fx=f, fy=f, interpolation=cv2.INTER_CUBIC)
+    quad = detect_markers(crop, kit).get(marker_id)
+    if quad is None:
+        return None
+    # pixel centres: x_crop = (x + 0.5) * f - 0.5
+    back = (quad + 0.5) / f - 0.5 + np.array([x0, y0], float)
+    if float(np.max(np.linalg.norm(back - pts, axis=1))) > 2.0 * side:
+        return None  # not where the other markers put it
+    return back
+
+
 def estimate_pose(image: np.ndarray, kit: Kit, game: str, intr: Intrinsics, *, min_markers: int = 2,
                   detector: cv2.aruco.ArucoDetector | None = None) -> BoardPose:
     """The board pose from the markers found in ``image``.
@@ -281,6 +311,17 @@ def estimate_pose(image: np.ndarray, kit: Kit, game: str, intr: Intrinsics, *, m
             predicted = {i: pose.project(obj[i], intr) for i in missing_ids}
         except (MarkerError, cv2.error):
             predicted = {}
+    if len(found) >= 2:
+        # A far marker on an oblique or wide-angle view can be a few pixels per bit,
+        # below what the detector's thresholds resolve: look again where the others put
+        # it, magnified.
+        for i, pts in predicted.items():
+            quad = _magnified_look(image, kit, i, pts)
+            if quad is not None:
+                found[i] = quad
+        if len(found) >= min_markers:
+            return solve_pose(found, kit, game, intr)
+        missing_ids = [i for i in missing_ids if i not in found]
     missing = {i: _hint(image, predicted.get(i)) for i in missing_ids}
     parts = [f"{i} ({kit.marker_name(i)}): {h}" for i, h in missing.items()]
     need = f"need at least {min_markers}" if min_markers < 4 else "need all four"

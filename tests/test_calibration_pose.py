@@ -61,6 +61,28 @@ def test_missing_marker_is_named_with_a_hint():
     assert estimate_pose(hidden, KIT, "blox", intr, min_markers=3).markers == [0, 1, 3]
 
 
+@pytest.mark.parametrize("model,seed", [("cm3-wide", 8_900_033), ("cm3", 8_900_039)])
+def test_a_far_marker_too_small_for_the_detector_is_found_magnified(model, seed):
+    """The far-left marker of these set-ups is 18-24 px across (2-3 px per bit), which the
+    detector alone misses; the other three put it, magnified, within reach: the user's
+    calibration (default lens, all four markers) succeeds."""
+    from calibration.camera import default_intrinsics
+    from calibration.pose import detect_markers
+
+    setup = sc.sample_setup(KIT, "bloxo", seed, model=model)
+    cond = sc.sample_conditions(seed, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
+    img = sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, seed).image
+    assert 0 not in detect_markers(img, KIT)  # the premise: one pass does not see it
+    intr = default_intrinsics(model, img.shape[1], img.shape[0])
+    pose = estimate_pose(img, KIT, "bloxo", intr, min_markers=4)
+    assert pose.markers == [0, 1, 2, 3]
+    assert pose.per_marker_px[0] < 2.0  # where the other three say it is
+    # and where it truly is in the picture: the pose with the true lens projects it there
+    true_pose = estimate_pose(img, KIT, "bloxo", setup.intr, min_markers=4)
+    truth = setup.view().project(KIT.marker_corners("bloxo")[0])
+    assert np.max(np.linalg.norm(true_pose.project(KIT.marker_corners("bloxo")[0], setup.intr) - truth, axis=1)) < 1.0
+
+
 def test_cut_off_and_too_dark_hints(tmp_path):
     img, intr, _ = _fixture("blox/neutral")
     pose = estimate_pose(img, KIT, "blox", intr)
