@@ -80,11 +80,16 @@ def test_lab_round_trip_and_sampling_outside_frame_is_nan():
     assert np.allclose(out[0], 200) and np.isnan(out[1]).all()
 
 
-def test_balance_recovers_light_colour_and_field_despite_outliers(cal):
-    model = ColourModel(cal.survey)
+def _space_centres_and_colours(model: ColourModel) -> tuple[np.ndarray, np.ndarray]:
+    """Every Blox space's centre (board mm) and its surveyed colour (linear RGB)."""
     n = 9
     xy = np.array([((c + 0.5) * 38, (r + 0.5) * 38) for r in range(n) for c in range(n)], float)
-    expected = model.space_lin.reshape(-1, 3)
+    return xy, model.space_lin.reshape(-1, 3)
+
+
+def test_balance_recovers_light_colour_and_field_despite_outliers(cal):
+    model = ColourModel(cal.survey)
+    xy, expected = _space_centres_and_colours(model)
     gains = np.array([1.3, 1.0, 0.7])
     field = 0.6 + 0.002 * xy[:, 0]
     observed = expected * gains * field[:, None]
@@ -146,9 +151,7 @@ def test_balance_is_not_fooled_by_an_arm_over_most_of_the_board(cal):
     light across several colours (``seek_mode``) finds the true light, and a recent
     frame's balance (``prior``) is kept when the visible board still agrees with it."""
     model = ColourModel(cal.survey)
-    n = 9
-    xy = np.array([((c + 0.5) * 38, (r + 0.5) * 38) for r in range(n) for c in range(n)], float)
-    expected = model.space_lin.reshape(-1, 3)
+    xy, expected = _space_centres_and_colours(model)
     gains = np.array([1.15, 1.0, 0.85])
     field = 0.8 + 0.001 * xy[:, 1]
     observed = expected * gains * field[:, None]
