@@ -211,16 +211,14 @@ class GlyphBank:
         self.is_text = np.array([n in letters or n in digits for n in self.names])
 
     def scores(self, canvases: np.ndarray) -> np.ndarray:
-        """(N, classes) best correlation of each canvas with each class's templates
-        (kept, with each class's best template, for :meth:`blur_of` and
-        :meth:`discriminate`)."""
-        per, self._best, self._X = self.score_rows(canvases)
-        return per
+        """(N, classes) best correlation of each canvas with each class's templates."""
+        return self.score_rows(canvases)[0]
 
     def score_rows(self, canvases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(per, best, X): each canvas's best correlation with each class (N, classes),
         the index of each class's best template (N, classes) and the normalised canvases
-        (N, D); nothing is kept (see :meth:`scores`)."""
+        (N, D). A row of ``best`` and of ``X`` is what :meth:`blur_of` and
+        :meth:`discriminate` look at."""
         X = canvases.reshape(len(canvases), -1).astype(np.float32)
         X = X - X.mean(axis=1, keepdims=True)
         X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
@@ -235,25 +233,17 @@ class GlyphBank:
             per[:, k] = full[rows, bounds[k] + j]
         return per, best, X
 
-    def blur_of(self, i: int, a: str) -> float:
-        """The blur (canvas px) of class ``a``'s best template for canvas ``i`` of the
-        last :meth:`scores` call."""
-        return self.blur_of_row(self._best[i], a)
-
-    def blur_of_row(self, best: np.ndarray, a: str) -> float:
-        """:meth:`blur_of` from one row of :meth:`score_rows`' ``best``."""
+    def blur_of(self, best: np.ndarray, a: str) -> float:
+        """The blur (canvas px) of class ``a``'s best template for a canvas (its row of
+        :meth:`score_rows`' ``best``)."""
         return float(self.blurs[int(self.levels[best[self.names.index(a)]])])
 
-    def discriminate(self, i: int, a: str, b: str) -> float:
-        """Which of the classes ``a`` and ``b`` canvas ``i`` of the last :meth:`scores`
-        call is, judged only where their best templates differ: +1 exactly ``a``'s
-        template, -1 exactly ``b``'s. Two faces that share most of their ink (B and 8,
-        6 and 8, a sun and a flower) differ in a few strokes; the correlation over the
-        whole canvas hardly sees them, this weighs them alone."""
-        return self.discriminate_row(self._X[i], self._best[i], a, b)
-
-    def discriminate_row(self, x: np.ndarray, best: np.ndarray, a: str, b: str) -> float:
-        """:meth:`discriminate` from one row of :meth:`score_rows`' ``X`` and ``best``."""
+    def discriminate(self, x: np.ndarray, best: np.ndarray, a: str, b: str) -> float:
+        """Which of the classes ``a`` and ``b`` a canvas (its rows ``x``, ``best`` of
+        :meth:`score_rows`) looks like where their best templates differ: +1 exactly
+        ``a``'s template, -1 exactly ``b``'s. Two faces that share most of their ink (B
+        and 8, 6 and 8, a sun and a flower) differ in a few strokes; the correlation over
+        the whole canvas hardly sees them, this weighs them alone."""
         ta, tb = self.T[best[self.names.index(a)]], self.T[best[self.names.index(b)]]
         w = np.abs(ta - tb)
         w /= float(w.max()) + 1e-9

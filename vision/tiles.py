@@ -98,7 +98,7 @@ class TileReader:
         self.letter_mm: float | None = None
         self.reuse = True  # keep an unchanged tile's glyph scores from the previous frame
         self.matched = 0
-        self._cache: dict[int, list] = {}  # space index -> [ink, count, height, scores, confident]
+        self._cache: dict[int, _TileMemo] = {}  # space index -> what its last read left
         self._cache_version = -1
 
     def read(self, frame_bgr: np.ndarray) -> list[list[SpaceReading]]:
@@ -164,15 +164,13 @@ class TileReader:
         if self._cache and len(tiles_k):
             # only confident readings are kept: a doubtful face is matched again in every
             # frame (as without reuse: each frame gives it another chance)
-            have = np.array([k in self._cache and self._cache[k][4] for k in tiles_k])
+            have = np.array([k in self._cache and self._cache[k].confident for k in tiles_k])
             if have.any():
-                old = np.stack([self._cache[k][0] if k in self._cache else ink_all[t]
+                old = np.stack([self._cache[k].ink if k in self._cache else ink_all[t]
                                 for t, k in enumerate(tiles_k)])
                 same[tiles_k] = have & (_local_change(ink_all - old) <= INK_SAME)
-        cache: dict[int, list] = {}
-        where: list[tuple[int, int, float]] = []
-        rows: list = []  # per face read: (per, best, x) of GlyphBank.score_rows, or its index among the new
-        new_canvases: list[np.ndarray] = []
+        cache: dict[int, _TileMemo] = {}
+        pending: list[tuple[_TileMemo, np.ndarray]] = []  # tiles whose face is matched this frame
         t = 0
         for k in range(n * n):
             r, cc = divmod(k, n)
@@ -186,67 +184,71 @@ class TileReader:
             dist, margin = float(d0[k]), float(d1[k] - d0[k])
             conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
             if same[k]:
-                _, count, height, scores, _ = self._cache[k]
+                prev = self._cache[k]
+                memo = _TileMemo(ink, prev.count, prev.height, prev.scores)
             else:
                 box = ink_box(ink, 0.45)
-                count, height = box[0], box[4] / PPM
+                memo = _TileMemo(ink, box[0], box[4] / PPM)
                 canvas = normalise_ink(ink, 0.45, box)
-                scores = None
                 if canvas is not None:
-                    scores = len(new_canvases)
-                    new_canvases.append(canvas)
+                    pending.append((memo, canvas))
             out[r][cc] = SpaceReading(True, self.colour_names[int(order[k, 0])], conf, None, 0.0, 0.0, float(p70[k]),
-                                      dist, count / ink.size, float(d_board[k]))
-            cache[k] = [ink, count, height, scores, False]
-            if scores is not None:
-                where.append((r, cc, height))
-                rows.append(scores)
-        self.matched = len(new_canvases)  # faces matched against the glyph bank this frame
-        if new_canvases:
-            per_new, best_new, x_new = self.glyphs.score_rows(np.array(new_canvases))
-            rows = [(per_new[j], best_new[j], x_new[j]) if isinstance(j, int) else j for j in rows]
-            for e in cache.values():
-                if isinstance(e[3], int):
-                    e[3] = (per_new[e[3]], best_new[e[3]], x_new[e[3]])
+                                      dist, memo.count / ink.size, float(d_board[k]))
+            cache[k] = memo
+        self.matched = len(pending)  # faces matched against the glyph bank this frame
+        if pending:
+            per_new, best_new, x_new = self.glyphs.score_rows(np.array([canvas for _, canvas in pending]))
+            for j, (memo, _) in enumerate(pending):
+                memo.scores = (per_new[j], best_new[j], x_new[j])
         self._cache = cache if self.reuse else {}
-        canvases = where
-        if canvases:
-            per = np.array([row[0] for row in rows])
-            rows_best = [row[1] for row in rows]
-            rows_x = [row[2] for row in rows]
+        faces = [(k, memo) for k, memo in cache.items() if memo.scores is not None]
+        if faces:
             text = self.glyphs.is_text
             names = self.glyphs.names
             # how blurred this frame's faces are: the blur of the templates that fit them
-            frame_blur = float(np.median([self.glyphs.blur_of_row(rows_best[i], self.glyphs.names[int(np.argmax(row))])
-                                          for i, row in enumerate(per)]))
-            for i, ((r, cc, height), row) in enumerate(zip(where, per)):
+            frame_blur = float(np.median([self.glyphs.blur_of(memo.scores[1], names[int(np.argmax(memo.scores[0]))])
+                                          for _, memo in faces]))
+            for k, memo in faces:
+                r, cc = divmod(k, n)
+                row, best, x = memo.scores
+                height = memo.height
                 m = self.glyphs.decide(row)
                 both_text = text[names.index(m.best)] and text[names.index(m.second)]
                 if m.face is None and m.score >= 0.6 and CLOSE_MARGIN <= m.margin \
                         and (both_text or frame_blur <= SHARP_BLUR) \
-                        and self.glyphs.discriminate_row(rows_x[i], rows_best[i], m.best, m.second) \
-                        >= CLOSE_DISCRIMINATE:
+                        and self.glyphs.discriminate(x, best, m.best, m.second) >= CLOSE_DISCRIMINATE:
                     # two characters alike overall (B and 8): decided where they differ
                     # (symbols only in a sharp frame: blur rounds a diamond or a star toward a sun)
                     m = GlyphMatch(m.best, m.score, m.margin, m.best, m.second)
                 # Letters and digits are printed at one height: a "letter" much taller
                 # or shorter than the letters read so far is a symbol that looks like
                 # one (a crescent like a C); read it among the other faces.
-                if m.face is not None and text[self.glyphs.names.index(m.face)] and self.letter_mm:
+                if m.face is not None and text[names.index(m.face)] and self.letter_mm:
                     if abs(height - self.letter_mm) > 0.12 * self.letter_mm:
                         m = self.glyphs.decide(row, ~text)
                     elif m.margin > 0.08:
                         self._heights.append(height)
                 s = out[r][cc]
                 s.face, s.face_score, s.face_margin = m.face, m.score, m.margin
-                cache[r * n + cc][4] = m.face is not None and m.margin >= KEEP_MARGIN
-                if m.face is not None and text[self.glyphs.names.index(m.face)] and not self.letter_mm \
+                memo.confident = m.face is not None and m.margin >= KEEP_MARGIN
+                if m.face is not None and text[names.index(m.face)] and not self.letter_mm \
                         and m.margin > 0.08:
                     self._heights.append(height)
             self._heights = self._heights[-60:]
             if len(self._heights) >= 1:
                 self.letter_mm = float(np.median(self._heights))
         return out
+
+
+@dataclass
+class _TileMemo:
+    """What reading one tile leaves for the next frame (see INK_SAME)."""
+
+    ink: np.ndarray  # the print's ink image (0 = tile, 1 = full ink)
+    count: int  # ink pixels
+    height: float  # the print's height, mm
+    scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # its (per, best, X) rows of GlyphBank.score_rows
+    confident: bool = False  # its face was read by KEEP_MARGIN or more
 
 
 def _local_change(diff: np.ndarray) -> np.ndarray:

@@ -533,15 +533,12 @@ def render_frame(setup: SetUp, state: dict[str, Any], cond: Conditions, seed: in
     # Not stable = a hand over the marked area in this picture (the frames a recogniser
     # must not commit); an arm still on its way in, wholly outside the picture or beside
     # the area, does not make the scene unstable.
-    w_area, h_area = area
-    hand_over = _occlusion(view, hand_mask, {"area": np.array([[0.0, 0.0, 0.0], [w_area, 0.0, 0.0],
-                                                               [w_area, h_area, 0.0], [0.0, h_area, 0.0]])})
-    over_area = bool(cond.hands) and hand_over["area"] > 0.0
-    truth = {"game": game, "frame": frame, "t": round(t, 4), "stable": not over_area, "occluded": occ_items,
+    hand_over = _occlusion(view, hand_mask, {"area": kit.area_corners(game)})["area"]
+    truth = {"game": game, "frame": frame, "t": round(t, 4), "stable": hand_over == 0.0, "occluded": occ_items,
              "confidence": 1.0, "state": state}
     meta = {"seed": seed, "conditions": cond.to_json(), "placements": placements,
             "occlusion": {k: round(v, 4) for k, v in occlusion.items() if v > 0},
-            "hand_over_area": round(float(hand_over["area"]), 5)}
+            "hand_over_area": round(hand_over, 5)}
     return Rendered(image, truth, occlusion, meta)
 
 
