@@ -45,11 +45,12 @@ impulse, the fall is vetoed and treated as a knock.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -203,6 +204,26 @@ class StabilityConfig:
     noise_var: float | None = None
     """Total (3-axis) low-passed noise variance, used for every window; None =
     measured during calib_s, per window."""
+
+    def with_overrides(self, values: Mapping[str, Any]) -> StabilityConfig:
+        """This configuration with some fields replaced (a table's [stability] section,
+        ``bloxcam stability --set``). Every value must be a finite number >= 0 (rate_hz
+        above 0), or None for a field that is measured when None. Raises ValueError
+        naming the field."""
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        clean: dict[str, float | None] = {}
+        for name, value in values.items():
+            if name not in fields:
+                raise ValueError(f"unknown threshold {name!r}; expected one of {', '.join(sorted(fields))}")
+            if value is None and fields[name].default is None:
+                clean[name] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, not {value!r}")
+            if name == "rate_hz" and value == 0:
+                raise ValueError("rate_hz must be above 0 (leave it out to infer it)")
+            clean[name] = float(value)
+        return dataclasses.replace(self, **clean)
 
 
 # ---------------------------------------------------------------------------------
@@ -378,6 +399,7 @@ class StabilityDetector:
         self._last_imp_t: float = -1e9  # last impulse (any), for the ringing it leaves
         self._active_total = 0.0
         self._active_last = -1e9
+        self._base_hit = c.base_hit_g * STANDARD_GRAVITY  # m/s^2
 
     def _s(self) -> float:
         """Activity level (short window), noise removed."""
@@ -495,7 +517,7 @@ class StabilityDetector:
                 events += self._fall(t_first, t, "train of impacts", h0)
             elif new_impulse:
                 events += self._on_impulse(t, lp, hf)
-            elif self._impulse is not None and t - self._onset_t <= c.rise_s and hf >= c.base_hit_g * STANDARD_GRAVITY:
+            elif self._impulse is not None and t - self._onset_t <= c.rise_s and hf >= self._base_hit:
                 t_first, _, h0 = self._impulse
                 events += self._fall(t_first, t, "impact on the base itself", h0)
             elif self._impulse is not None:
@@ -571,7 +593,7 @@ class StabilityDetector:
         h0 = self._height(t - self.cfg.height_lead_s)
         if self._precursor():
             return self._fall(t, t, "impact after the base moved", h0)
-        if hf >= self.cfg.base_hit_g * STANDARD_GRAVITY:
+        if hf >= self._base_hit:
             return self._fall(t, t, "impact on the base itself", h0)
         self._impulse = (t, list(self._rest or lp), h0)
         self._post = []

@@ -35,7 +35,6 @@ Relative paths are taken from the config file's folder.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,18 +189,13 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> TableConfig:
 
 
 def _stability(section: Any, where: str) -> StabilityConfig:
-    """[stability]: Block Out!'s detector thresholds, each a StabilityConfig field (its
+    """[stability]: Block Out!'s detector thresholds, any StabilityConfig field (its
     docstring gives the meaning and the default); the rest keep their defaults."""
     names = {f.name for f in dataclasses.fields(StabilityConfig)}
-    x = section("stability", names)
-    values: dict[str, float] = {}
-    for key, value in x.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{where}: [stability] {key} must be a number >= 0, not {value!r}")
-        values[key] = float(value)
-    if values.get("rate_hz") == 0:
-        raise ConfigError(f"{where}: [stability] rate_hz must be above 0 (leave it out to infer it)")
-    return StabilityConfig(**values)
+    try:
+        return StabilityConfig().with_overrides(section("stability", names))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: [stability] {exc}") from None
 
 
 def _sensor(section: Any, typed: Any, resolve: Any, where: str) -> SensorConfig:

@@ -376,3 +376,15 @@ def test_base_hit_level_is_configuration_and_the_camera_still_vetoes_it():
     assert _events(t, acc, StabilityConfig(base_hit_g=3.0)) == []  # a lone impulse, tilt unchanged
     assert _events(t, acc, stack_height=lambda when: 4.0) == []  # the camera sees the stack whole
     assert [e["event"] for e in _events(t, acc, stack_height=lambda when: 4.0 if when < 2.95 else 2.0)] == ["fell"]
+
+
+def test_overrides_are_checked_and_leave_the_defaults_alone():
+    base = StabilityConfig()
+    cfg = base.with_overrides({"base_hit_g": 2, "hf_noise_rms": None, "settle_level": 0.25})
+    assert (cfg.base_hit_g, cfg.hf_noise_rms, cfg.settle_level) == (2.0, None, 0.25)
+    assert base.base_hit_g == 1.0 and cfg.train_s == base.train_s
+    for bad, why in (({"bogus": 1}, "unknown threshold 'bogus'"), ({"train_s": -0.1}, "train_s must be a number >= 0"),
+                     ({"train_s": None}, "train_s must be a number"), ({"rate_hz": 0}, "rate_hz must be above 0"),
+                     ({"count_s": float("nan")}, "count_s must be a number"), ({"hold_s": True}, "hold_s")):
+        with pytest.raises(ValueError, match=why):
+            base.with_overrides(bad)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -27,17 +26,19 @@ def _config(pairs: list[str]):  # noqa: ANN202
     from device.stability import StabilityConfig  # noqa: PLC0415
     from service.cli import CliError  # noqa: PLC0415
 
-    fields = {f.name: f for f in dataclasses.fields(StabilityConfig)}
     values: dict[str, float | None] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        if not sep or name not in fields:
-            raise CliError(f"--set wants NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
+        if not sep:
+            raise CliError(f"--set wants NAME=VALUE, not {pair!r}")
         try:
             values[name] = None if value.lower() == "none" else float(value)
         except ValueError:
             raise CliError(f"--set {name}: {value!r} is not a number") from None
-    return StabilityConfig(**values)
+    try:
+        return StabilityConfig().with_overrides(values)
+    except ValueError as exc:
+        raise CliError(f"--set NAME=VALUE: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
