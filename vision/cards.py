@@ -177,13 +177,7 @@ class ColourRefs:
 
     def classify(self, lin: np.ndarray) -> tuple[int, float, float]:
         """(index, chromaticity distance, margin to the second best) of one colour."""
-        s = float(np.sum(lin))
-        if s <= 1e-6:
-            return -1, 9.0, 0.0
-        d = np.linalg.norm(self.chroma - lin / s, axis=1)
-        order = np.argsort(d)
-        second = float(d[order[1]]) if len(d) > 1 else 9.0
-        return int(order[0]), float(d[order[0]]), second - float(d[order[0]])
+        return self.classify_many(np.asarray(lin, float).reshape(1, 3))[0]
 
 
 class StableWarp:
