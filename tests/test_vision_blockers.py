@@ -53,15 +53,19 @@ def test_committed_fixtures(name: str) -> None:
         assert len(cc) == 9 and all(len(row) == 9 for row in cc)
 
 
+def _calibrated(seed: int, model: str) -> tuple[sc.SetUp, Calibration]:
+    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
+    cond = sc.sample_conditions(seed, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
+    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, seed).image, 95)
+    intr = default_intrinsics(model, board.shape[1], board.shape[0])
+    pose = estimate_pose(board, KIT, "blockers", intr, min_markers=4)
+    return setup, Calibration(game="blockers", camera=intr, camera_model=model, kit=KIT, pose=pose,
+                              survey=survey(board, KIT, "blockers", pose, intr))
+
+
 @pytest.fixture(scope="module")
 def full_board():
-    setup = sc.sample_setup(KIT, "blockers", 9_201, model="cm3")
-    cond = sc.sample_conditions(9_201, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
-    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, 9_201).image, 95)
-    intr = default_intrinsics("cm3", board.shape[1], board.shape[0])
-    pose = estimate_pose(board, KIT, "blockers", intr, min_markers=4)
-    cal = Calibration(game="blockers", camera=intr, camera_model="cm3", kit=KIT, pose=pose,
-                      survey=survey(board, KIT, "blockers", pose, intr))
+    setup, cal = _calibrated(9_201, "cm3")
     state = st.blockers_state(KIT, np.random.default_rng(9_202), tiles=81)
     return setup, cal, state
 
@@ -204,3 +208,55 @@ def test_a_tile_put_down_beside_a_marker_does_not_recheck_the_pose(full_board) -
         obs = rec.process(jpeg_round_trip(r.image), 0.5 * k, k)
         assert (_cells(obs)[8][8] is None) == (cells[8][8] is None)
     assert rec.pose_guard.checks == 1
+
+
+
+# The renderer's palest and a middle skin tone.
+PALE_SKIN = (235, 190, 160)
+MIDDLE_SKIN = (214, 160, 128)
+
+
+@pytest.fixture(scope="module")
+def webcam_board():
+    setup, cal = _calibrated(9_251, "webcam")
+    return setup, cal, st.blockers_state(KIT, np.random.default_rng(9_202), tiles=40)
+
+
+@pytest.mark.parametrize("height, skin, preset, seed", [(150.0, PALE_SKIN, "cool-bright", 9_241),
+                                                        (60.0, PALE_SKIN, "cool-bright", 9_241),
+                                                        (60.0, MIDDLE_SKIN, "warm-dim", 9_240)])
+def test_an_arm_across_the_board_is_never_read_as_tiles_or_paper(webcam_board, height, skin, preset, seed) -> None:
+    """An arm lying still across the middle of the board, its hand beyond the far edge:
+    every space it covers is occluded, nothing is guessed under it, and the frame is
+    never committed. Pale skin under cool light lies, after white balance, near a blur
+    of a red tile into the paper; what gives it away is that it is no tile (every tile
+    carries a print, R-BLOCKERS-1) and clearly more saturated than the paper around it.
+    (The code before this test committed the pale arms as an empty stretch of board.)"""
+    setup, cal, state = webcam_board
+    cond = sc.sample_conditions(seed, preset, area=KIT.area_mm("blockers"), kit=KIT)
+    cond.hands = [sc.Hand(target=(135.0, -40.0), height=height, side="near", skin=skin)]
+    r = sc.render_frame(setup, state, cond, seed)
+    assert r.meta["hand_over_area"] > 0.1 and not r.truth["stable"]
+    obs = read_still(Recognizer(cal), jpeg_round_trip(r.image))
+    occ = {tuple(p) for p in obs["occluded"]}
+    under = {tuple(p) for p in r.truth["occluded"]}
+    assert len(under) >= 9
+    m = score(r.truth, obs)
+    assert m["occlusion_missed"][0] == 0, (m, sorted(under - occ))
+    assert obs["stable"] is False
+    for rr, cc in occ:
+        assert obs["state"]["cells"][rr][cc] is None
+
+
+def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
+    """An arm close to the camera over three of the four markers: the white balance
+    rests on the markers' paper, so nothing of the frame is read."""
+    setup, cal, state = full_board
+    cond = sc.sample_conditions(9_243, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
+    cond.hands = [sc.Hand(target=(135.0, 135.0), height=500.0, side="left", radius=260.0, skin=PALE_SKIN)]
+    r = sc.render_frame(setup, state, cond, 9_243)
+    rec = Recognizer(cal)
+    obs = read_still(rec, jpeg_round_trip(r.image))
+    assert rec.pose_guard.hidden >= 3
+    assert len(obs["occluded"]) == 81 and obs["stable"] is False
+    assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]

@@ -11,9 +11,14 @@ Extra field (a documented addition): ``state.cell_confidence``, 9 x 9 numbers 0.
 (the colour's confidence; for a tile whose face was read, the lower of colour and face).
 
 Occlusion: hands and arms are found by :class:`vision.hands.HandDetector` against the
-survey's references (the tiles' colours and the board's paper); a space more than 15%
-covered is listed in ``occluded`` and its cell is ``null``: it is not guessed. While a
-hand is over the board nothing is ``stable``.
+survey's references (the tiles' colours and the board's paper), and per space by what
+its reading cannot be (:func:`foreign_spaces`: a tile without print off its colour, or
+"paper" off the paper's colour and more saturated than the frame's paper). Skin can lie
+near a mix of a tile's colour and the paper, which the pixel test must accept at tile
+edges; the per-space test catches it. A space more than 15% covered, or in a region of
+foreign spaces reaching in over the board's edge, and the spaces around it, are listed
+in ``occluded`` and their cells are ``null``: they are not guessed. With most markers
+covered every space is occluded. While a hand is over the board nothing is ``stable``.
 
 Symbol names: the edition's section symbols (``engine/editions/blockers.json``,
 ``sections``) plus any other symbol the glyph library knows, unless ``symbols=`` is
@@ -36,10 +41,20 @@ from vision.colours import ColourModel, bgr_to_linear
 from vision.glyphs import KNOWN_SYMBOLS
 from vision.hands import HandDetector
 from vision.motion import StabilityGate
-from vision.tiles import TileReader, board_reference_lin
+from vision.tiles import SpaceReading, TileReader, board_reference_lin
 
 OCCLUDED_COVER = 0.15
-FOREIGN_CHROMA = 0.15  # chromaticity distance beyond any printed tile colour
+# Every tile carries a printed face (R-BLOCKERS-1): a "tile" with no print whose colour
+# is this far (chromaticity) from its nearest tile reference is something else. Blur
+# thins a face's ink but leaves the tile's colour on its reference; an arm of skin that
+# happens to lie near yellow or red has no print and sits off the reference.
+PRINTLESS_CHROMA = 0.08
+PRINTLESS_INK = 0.02
+# The board's paper is printed nearly neutral and glare only whitens it further: an
+# "empty" space this far from the paper's chromaticity (and not toward white) that is
+# also clearly more saturated than this frame's paper spaces is something lying on it.
+FOREIGN_PAPER_CHROMA = 0.08
+FOREIGN_SATURATION = 0.15
 
 
 def edition_symbols(edition: Any = None) -> list[str]:
@@ -135,13 +150,12 @@ class Recognizer:
             obs["error"] = "board markers not found"
             return obs
         cover = hands.cell_cover.copy() if hands.cell_cover is not None else np.zeros((n, n))
-        # Every tile carries a printed face: a "tile" far from every tile colour and
-        # without any print is not a tile.
-        # An empty space far from the board's paper colour (and not merely whitened by
-        # glare) is not empty either.
-        odd = np.array([[(spaces[r][c].tile and spaces[r][c].colour_dist > FOREIGN_CHROMA and spaces[r][c].ink < 0.02)
-                         or (not spaces[r][c].tile and spaces[r][c].board_dist > 0.15 and not spaces[r][c].whitish)
-                         for c in range(n)] for r in range(n)])
+        odd = foreign_spaces(spaces)
+        if 2 * self.pose_guard.hidden > len(self.kit.marker_corners("blockers")):
+            # Most markers are covered: an arm lies over the board's corners, and the
+            # white balance (fitted on the markers' paper) is taken from skin. Nothing
+            # read in this frame can be trusted.
+            odd[:] = True
         # A hand is an arm reaching in over the board's edge and covering several
         # spaces: keep only such regions (a badly printed tile or a shadow is not one).
         seen = ((cover > 0.05) | odd).astype(np.uint8)
@@ -205,6 +219,23 @@ class Recognizer:
                     cv2.putText(out, str(cell.get("face") or "?")[:3], (int(p[0]) - 8, int(p[1]) + 4),
                                 cv2.FONT_HERSHEY_SIMPLEX, 0.3, (255, 255, 255), 1, cv2.LINE_AA)
         return out
+
+
+def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
+    """(n, n) bool: spaces whose reading is neither a tile nor the board's paper.
+
+    A tile without print and off its colour reference (``PRINTLESS_*``), or an "empty"
+    space off the paper's colour, not whitened by glare, and more saturated than the
+    paper spaces of the same frame by ``FOREIGN_SATURATION``. The paper's saturation is
+    measured in the frame (its print, the light and the sensor's noise all raise it);
+    with no paper space in sight every off-paper space counts."""
+    flat = [s for row in spaces for s in row]
+    paper = [s.saturation for s in flat if not s.tile and (s.whitish or s.board_dist < 0.5 * FOREIGN_PAPER_CHROMA)]
+    paper_sat = float(np.median(paper)) if len(paper) >= 5 else -np.inf
+    return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
+                      or (not s.tile and not s.whitish and s.board_dist > FOREIGN_PAPER_CHROMA
+                          and s.saturation > paper_sat + FOREIGN_SATURATION)
+                      for s in row] for row in spaces])
 
 
 def _same_height(a: float | None, b: float | None) -> bool:
