@@ -260,3 +260,39 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
     assert rec.pose_guard.hidden >= 3
     assert len(obs["occluded"]) == 81 and obs["stable"] is False
     assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]
+
+
+def test_ink_boxes_are_the_ink_box_of_each_image() -> None:
+    from vision.glyphs import ink_box, ink_boxes
+
+    rng = np.random.default_rng(7)
+    inks = (rng.random((40, 24, 26)) * rng.uniform(0.2, 1.3, (40, 1, 1))).astype(np.float32)
+    inks[:, :, :5] *= 0.1  # ink in part of the window only
+    inks[3] = 0.0  # a face without any ink
+    got = ink_boxes(inks, 0.45)
+    assert [tuple(int(v) for v in row) for row in got] == [ink_box(ink, 0.45) for ink in inks]
+    assert tuple(got[3]) == (0, 0, 0, 0, 0)
+    assert ink_boxes(inks[:0], 0.45).shape == (0, 5)
+
+
+def test_glyph_scores_and_decisions_of_many_faces_are_those_of_each_class_and_row() -> None:
+    """score_rows takes each class's best template for all faces at once, decide_many
+    decides all rows at once: the same as class by class and row by row."""
+    bank = GlyphBank(list(KNOWN_SYMBOLS))
+    rng = np.random.default_rng(8)
+    canvases = rng.random((12, CANVAS, CANVAS)).astype(np.float32)
+    canvases[:6] = [normalise_ink(cv2.resize(_symbol_glyph(n), (40, 40), interpolation=cv2.INTER_AREA))
+                    for n in KNOWN_SYMBOLS[:6]]
+    per, best, X = bank.score_rows(canvases)
+    full = X @ bank.T.T
+    for k, name in enumerate(bank.names):
+        rows = np.nonzero(bank.classes == k)[0]
+        j = rows[np.argmax(full[:, rows], axis=1)]
+        assert (best[:, k] == j).all(), name
+        assert np.array_equal(per[:, k], full[np.arange(len(X)), j]), name
+    for row, m in zip(per, bank.decide_many(per)):
+        order = np.argsort(-row)
+        assert (m.best, m.second) == (bank.names[order[0]], bank.names[order[1]])
+        assert m.score == float(row[order[0]]) and m.margin == float(row[order[0]] - row[order[1]])
+        assert m.face == (m.best if m.score >= 0.6 and m.margin >= 0.03 else None)
+    assert [m.face for m in bank.decide_many(per[:6])] == list(KNOWN_SYMBOLS[:6])

@@ -274,3 +274,146 @@ def test_shape_patches_sample_like_getrectsubpix() -> None:
     for (x, y), p in zip(centres, got):
         ref = cv2.getRectSubPix(img, (n, n), (float(x), float(y)))
         assert np.abs(ref - p).max() < 1e-4
+
+
+def _outline_one_at_a_time(s, labels, i, box, top, face_level):
+    """The outline of one component traced alone in its box grown by 7 px (the way the
+    reader traced each shape before the outlines were traced together)."""
+    import cv2
+
+    from vision.cards import _DISK11, UPSAMPLE
+
+    H, W = s.shape
+    x0, y0, w, h = box
+    xa, ya, xb, yb = max(x0 - 7, 0), max(y0 - 7, 0), min(x0 + w + 7, W), min(y0 + h + 7, H)
+    comp = (labels[ya:yb, xa:xb] == i).astype(np.uint8)
+    roi = s[ya:yb, xa:xb]
+    region = cv2.dilate(comp, _DISK11) & (roi > face_level + 0.25 * (top - face_level)).astype(np.uint8)
+    vals = np.where(region > 0, roi, np.float32(face_level))
+    up = cv2.resize(vals, (vals.shape[1] * UPSAMPLE, vals.shape[0] * UPSAMPLE), interpolation=cv2.INTER_LINEAR)
+    mask = (up > (top + face_level) / 2).astype(np.uint8)
+    x, y, bw, bh = cv2.boundingRect(mask)
+    edge = bw > 0 and (x == 0 or y == 0 or x + bw >= mask.shape[1] or y + bh >= mask.shape[0])
+    return cv2.countNonZero(mask), edge
+
+
+def test_outlines_traced_together_are_traced_as_one_at_a_time() -> None:
+    """outline_extents traces every shape's outline in one go; each is what tracing it
+    alone gives: the same outline pixels, the same 'cut by the edge'."""
+    import cv2
+
+    from vision.cards import ideal_outline, outline_extents
+
+    rng = np.random.default_rng(11)
+    H, W = 160, 220
+    s = (0.02 + 0.01 * rng.random((H, W))).astype(np.float32)  # black face with noise
+    labels = np.zeros((H, W), np.int32)
+    boxes, tops, ids = [], [], []
+    names = ("circle", "cross", "diamond", "star")
+    # shapes in a grid, some cut by the image's edge, bright and blurred like prints
+    for k, (cx, cy) in enumerate([(30, 30), (75, 32), (120, 28), (165, 35), (30, 80), (80, 85), (125, 80),
+                                  (170, 82), (4, 130), (70, 150), (150, 128), (214, 100)]):
+        shape = np.zeros((H, W), np.uint8)
+        poly = np.round((ideal_outline(names[k % 4], 12.0)[0] * rng.uniform(0.8, 1.1) + (cx, cy)) * 16).astype(np.int32)
+        cv2.fillPoly(shape, [poly], 1, cv2.LINE_8, 4)
+        top = float(rng.uniform(0.3, 0.9))
+        s = np.maximum(s, cv2.GaussianBlur(shape.astype(np.float32) * top, (0, 0), 1.2))
+        comp = shape.astype(bool)
+        labels[comp] = k + 1
+        boxes.append(cv2.boundingRect(comp.view(np.uint8)))
+        tops.append(top)
+        ids.append(k + 1)
+    count, edge = outline_extents(s, labels, np.array(ids), np.array(boxes), np.array(tops), 0.025)
+    for j, (i, box, top) in enumerate(zip(ids, boxes, tops)):
+        ref_count, ref_edge = _outline_one_at_a_time(s, labels, i, box, top, 0.025)
+        assert ref_edge == bool(edge[j]), (i, box)
+        inside = box[0] >= 7 and box[1] >= 7 and box[0] + box[2] + 7 <= W and box[1] + box[3] + 7 <= H
+        if inside:
+            assert ref_count == count[j], (i, box)
+        else:  # beyond the edge: the image's last pixel repeated, not a clipped window
+            assert abs(ref_count - count[j]) <= 0.05 * ref_count, (i, box, ref_count, count[j])
+    assert edge.sum() == 3  # the three shapes cut by the edge
+
+
+def test_a_full_read_looks_for_shapes_only_around_the_card_faces_as_in_the_whole_warp(rendered_setup) -> None:
+    """The full read segments only the box around the card faces (_shape_window): what
+    it reads is exactly what segmenting the whole warp reads."""
+    setup, cal = rendered_setup
+    state = st.bloxo_state(KIT, np.random.default_rng(31), cards=6)
+    smaller = 0
+    for preset, seed in (("neutral", 32), ("defocus", 34), ("hands", 35)):
+        img, _ = _render(setup, state, preset, seed)
+        cropped, whole = Recognizer(cal), Recognizer(cal)
+        whole.reader._shape_window = lambda sb, thr: (0, 0, sb.shape[1], sb.shape[0])
+        window = cropped.reader._shape_window
+
+        def watched(sb, thr, window=window):
+            nonlocal smaller
+            x0, y0, x1, y1 = window(sb, thr)
+            smaller += (x1 - x0) * (y1 - y0) < 0.5 * sb.size
+            return x0, y0, x1, y1
+
+        cropped.reader._shape_window = watched
+        a, b = read_still(cropped, img), read_still(whole, img)
+        assert a == b, preset
+        assert a["state"]["cards"]
+    assert smaller >= 3  # the crops were real: well under half the warp
+
+
+def test_foreign_at_is_the_covered_fraction_of_the_square() -> None:
+    from vision.cards import FOREIGN_STEP_MM, CardsResult
+
+    rng = np.random.default_rng(5)
+    foreign = rng.random((60, 70)) < 0.3
+    glare = rng.random((60, 70)) < 0.1
+    res = CardsResult([], [], {}, [], foreign=foreign, glare=glare)
+    step = FOREIGN_STEP_MM
+    for _ in range(50):
+        x, y, half = rng.uniform(-20, 300), rng.uniform(-20, 260), rng.uniform(5, 60)
+        for which, m in (("foreign", foreign), ("glare", glare)):
+            i0, i1 = int(max((y - half) / step, 0)), int(min((y + half) / step, 60))
+            j0, j1 = int(max((x - half) / step, 0)), int(min((x + half) / step, 70))
+            ref = float(m[i0:i1, j0:j1].mean()) if i1 > i0 and j1 > j0 else 0.0
+            assert res.foreign_at(x, y, half, which) == ref
+
+
+def test_card_fit_in_plain_floats_is_the_procrustes_fit() -> None:
+    """_fit_card (plain Python floats) gives bit for bit the numpy least-squares fit."""
+    import math
+
+    from vision.cards import Blob, _fit_card
+
+    rng = np.random.default_rng(9)
+    ideal = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]], float)
+    for _ in range(300):
+        c, a, q = rng.uniform(50, 550, 2), rng.uniform(-0.3, 0.3), 17.5 + rng.normal(0, 0.5)
+        rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+        pts = c + (ideal * q) @ rot.T + rng.normal(0, 0.4, (4, 2))
+        card = _fit_card([Blob(float(x), float(y), 300.0) for x, y in pts])
+        centre = pts.mean(axis=0)
+        rel = pts - centre
+        num = float(np.sum(ideal[:, 0] * rel[:, 1] - ideal[:, 1] * rel[:, 0]))
+        den = float(np.sum(ideal[:, 0] * rel[:, 0] + ideal[:, 1] * rel[:, 1]))
+        assert card.centre == (float(centre[0]), float(centre[1]))
+        assert card.rotation_deg == (math.degrees(math.atan2(num, den)) + 45) % 90 - 45
+        assert abs(card.rotation_deg - math.degrees(a)) < 3
+
+
+def test_components_with_statistics_for_shape_sized_ones_are_opencvs() -> None:
+    """_Components labels like cv2.connectedComponentsWithStats and gives the same
+    areas, centroids and boxes for the components of the size asked for."""
+    import cv2
+
+    from vision.cards import _Components
+
+    rng = np.random.default_rng(4)
+    for p in (0.1, 0.5, 0.8):
+        img = cv2.morphologyEx((rng.random((120, 170)) < p).astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(img, connectivity=4)
+        got = _Components(img, 3, 400)
+        assert np.array_equal(got.labels, labels)
+        assert np.array_equal(got.area, stats[:, 4])
+        want = np.nonzero((stats[:, 4] >= 3) & (stats[:, 4] <= 400))[0]
+        assert list(got.ids) == [i for i in want if i != 0] and len(got.ids) > 0
+        assert np.array_equal(got.centroids[got.ids], cents[got.ids])
+        assert np.array_equal(got.stats(got.ids)[got.ids], stats[got.ids])

@@ -59,8 +59,12 @@ class Recognizer:
         obs: dict[str, Any] = {"game": "bloxo", "frame": int(index), "t": round(float(t), 4), "stable": False,
                                "occluded": [], "confidence": 0.0, "state": {"cards": []}}
         self.pose_guard.update(frame_bgr, t)
+        # one grey copy for the unchanged-frame test and the motion gate
+        grey = cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2GRAY) if frame_bgr.ndim == 3 else frame_bgr
+        if lores is None:
+            lores = grey
         try:
-            res = self.reader.read(frame_bgr)
+            res = self.reader.read(frame_bgr, grey)
         except BoardLost:
             self.gate.update(frame_bgr, t, blocked=True, lores=lores)
             obs["error"] = "board markers not found"

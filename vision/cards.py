@@ -118,8 +118,9 @@ class WhiteReference:
             self._px = [view.project(g) for g in self.groups]
             self._version = ver
         cols = []
-        for px in self._px:
-            v = sample(frame_bgr, px)
+        # one sampling call for every marker's points
+        per_marker = np.split(sample(frame_bgr, np.concatenate(self._px)), np.cumsum([len(p) for p in self._px])[:-1])
+        for v in per_marker:
             v = v[~np.isnan(v).any(axis=1)]
             if len(v) < 4:
                 continue
@@ -421,12 +422,112 @@ def ideal_outline(name: str, r: float) -> list[np.ndarray]:
 UPSAMPLE = 2  # outlines are traced on a 2x bilinear upsampling of the warp: sub-pixel edges
 
 
-def outline_mask(values: np.ndarray, top: float, bottom: float) -> np.ndarray:
-    """The shape's outline at half height between ``bottom`` (the black face) and ``top``
-    (the shape's own brightness), traced on a bilinear upsampling of ``values``."""
-    h, w = values.shape
-    up = cv2.resize(values, (w * UPSAMPLE, h * UPSAMPLE), interpolation=cv2.INTER_LINEAR)
-    return (up > (top + bottom) / 2).astype(np.uint8)
+OUTLINE_MARGIN_PX = 7  # a blob's outline is looked for within its box grown by this (the grown-back tips fit)
+
+
+def outline_extents(s: np.ndarray, labels: np.ndarray, ids: np.ndarray, boxes: np.ndarray, tops: np.ndarray,
+                    face_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each component's outline at half height between the black face (``face_level``)
+    and its own brightness (``tops``), traced on a :data:`UPSAMPLE` x bilinear
+    upsampling of the brightness ``s`` (sub-pixel edges): (outline pixels of the
+    upsampling, does the outline reach the edge of ``s``), one per component ``ids``
+    of ``labels`` (boxes x, y, w, h).
+
+    The outline lies inside the component grown back past its tips (it was found after
+    an opening): brightness outside that is taken as face, so other blobs stay out. All
+    components are traced at once: their neighbourhoods (box grown by
+    :data:`OUTLINE_MARGIN_PX`, the image's edge replicated beyond it) are laid side by
+    side in one wide image (OpenCV filters long rows much faster than many short ones);
+    the margin keeps each one's growing and interpolation from reaching the next."""
+    ids = np.asarray(ids)
+    N = len(ids)
+    if N == 0:
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    H, W = s.shape
+    mg = OUTLINE_MARGIN_PX
+    boxes = np.asarray(boxes, np.int64).reshape(N, 4)
+    rh, rw = int(boxes[:, 3].max()) + 2 * mg, int(boxes[:, 2].max()) + 2 * mg
+    y0, x0 = boxes[:, 1] - mg, boxes[:, 0] - mg  # the neighbourhoods' corners
+    within = bool((y0 >= 0).all() and (x0 >= 0).all() and (y0 + rh <= H).all() and (x0 + rw <= W).all())
+    pad = 0 if within else max(rh, rw)
+    if pad:
+        s = cv2.copyMakeBorder(s, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+        labels = cv2.copyMakeBorder(labels, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=0)
+    sv = _side_by_side(s, y0 + pad, x0 + pad, rh, rw).reshape(rh, N, rw)
+    comp = (_side_by_side(labels, y0 + pad, x0 + pad, rh, rw) == np.repeat(ids, rw)[None]).view(np.uint8)
+    tops = np.asarray(tops, np.float64)
+    lo = (face_level + 0.25 * (tops - face_level)).astype(np.float32)[None, :, None]
+    grown = cv2.dilate(comp, _DISK11).reshape(rh, N, rw)
+    vals = np.where((grown > 0) & (sv > lo), sv, np.float32(face_level))
+    u = UPSAMPLE
+    up = cv2.resize(vals.reshape(rh, N * rw), (N * rw * u, rh * u), interpolation=cv2.INTER_LINEAR)
+    mid = ((tops + face_level) / 2).astype(np.float32)[None, :, None]
+    mask = up.reshape(rh * u, N, rw * u) > mid
+    if within:
+        # the outline keeps 2 px inside its neighbourhood (grown by 5 px in a margin of 7):
+        # it cannot reach the image's edge
+        return _count(mask), np.zeros(N, bool)
+    # upsampled pixels of the image itself (the replicated border is not the image)
+    urow = (u * y0[None, :] + np.arange(rh * u)[:, None])[:, :, None]  # (rh u, N, 1)
+    ucol = (u * x0[:, None] + np.arange(rw * u)[None, :])[None]  # (1, N, rw u)
+    mask &= (urow >= 0) & (urow < u * H) & (ucol >= 0) & (ucol < u * W)
+    edge = (mask & ((urow == 0) | (urow == u * H - 1) | (ucol == 0) | (ucol == u * W - 1))).any(axis=(0, 2))
+    return _count(mask), edge
+
+
+def _side_by_side(image: np.ndarray, y0: np.ndarray, x0: np.ndarray, h: int, w: int) -> np.ndarray:
+    """The h x w windows of ``image`` at top-left corners (y0, x0), side by side: (h, N w)."""
+    return np.concatenate([image[a:a + h, b:b + w] for a, b in zip(y0.tolist(), x0.tolist())], axis=1)
+
+
+class _Components:
+    """The 4-connected components of a 0/1 uint8 image, as ``cv2.connectedComponentsWithStats``
+    gives them, with statistics only for those of ``lo`` to ``hi`` pixels (``ids``):
+    their centroids at once, their boxes (:meth:`stats`) for the few asked for.
+
+    OpenCV's statistics pass visits every pixel; the second and third looks of
+    :meth:`CardReader._segment` need them only for a few shape-sized components of
+    an image that is mostly face."""
+
+    def __init__(self, image: np.ndarray, lo: float, hi: float) -> None:
+        n, self.labels = cv2.connectedComponents(image, connectivity=4)
+        flat = self.labels.ravel()
+        pix = np.flatnonzero(image.view(bool))  # (faster on the 0/1 image than on the labels)
+        lab = flat[pix]
+        self.area = np.bincount(lab, minlength=n)
+        self.area[0] = flat.size - len(pix)  # the background, as OpenCV counts it
+        sized = (self.area >= lo) & (self.area <= hi)
+        sized[:1] = False
+        self.ids = np.nonzero(sized)[0]
+        keep = sized[lab]
+        self._lab = lab[keep]
+        self._y, self._x = np.divmod(pix[keep], image.shape[1])
+        self.centroids = np.zeros((n, 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.centroids[:, 0] = np.bincount(self._lab, self._x, n) / self.area
+            self.centroids[:, 1] = np.bincount(self._lab, self._y, n) / self.area
+
+    def stats(self, ids: np.ndarray) -> np.ndarray:
+        """Rows x, y, w, h, area (as OpenCV's) for the components ``ids`` (others zero)."""
+        out = np.zeros((len(self.area), 5), np.int32)
+        out[:, 4] = self.area
+        for i in ids:
+            at = self._lab == i
+            x, y = self._x[at], self._y[at]
+            out[i, :4] = x.min(), y.min(), x.max() - x.min() + 1, y.max() - y.min() + 1
+        return out
+
+
+def _window_sums(values: np.ndarray, n: int) -> np.ndarray:
+    """Float64 sums over each of ``n`` equal windows laid side by side in ``values``
+    (float32, (h, n w) or (h, n w, c)): (n,) or (n, c)."""
+    cols = cv2.reduce(values, 0, cv2.REDUCE_SUM, dtype=cv2.CV_64F)[0]
+    return cols.reshape(n, -1, *cols.shape[1:]).sum(axis=1)
+
+
+def _count(mask: np.ndarray) -> np.ndarray:
+    """True pixels of each window of a (h, N, w) bool image."""
+    return mask.view(np.uint8).sum(axis=0, dtype=np.int32).sum(axis=1)
 
 
 # Patches: a disc of this radius (mm) around a shape's centre; the shape is 24 mm
@@ -586,10 +687,16 @@ def _sub_pixel_patches(padded: np.ndarray, centres: np.ndarray, n: int, pad: int
     org = centres - (n - 1) / 2 + pad
     ij = np.floor(org)
     f = (org - ij).astype(np.float32)
-    k = np.arange(n + 1)
-    cols = np.clip(ij[:, 0:1].astype(np.int64) + k, 0, W - 1)
-    rows = np.clip(ij[:, 1:2].astype(np.int64) + k, 0, H - 1)
-    block = padded[rows[:, :, None], cols[:, None, :]]  # (N, n + 1, n + 1)
+    x0, y0 = ij[:, 0].astype(np.int64), ij[:, 1].astype(np.int64)
+    if x0.min() >= 0 and y0.min() >= 0 and x0.max() + n < W and y0.max() + n < H:
+        # (the usual case) the blocks as slices, copied together: far faster than
+        # indexing every pixel
+        block = np.stack([padded[y:y + n + 1, x:x + n + 1] for x, y in zip(x0.tolist(), y0.tolist())])
+    else:
+        k = np.arange(n + 1)
+        cols = np.clip(x0[:, None] + k, 0, W - 1)
+        rows = np.clip(y0[:, None] + k, 0, H - 1)
+        block = padded[rows[:, :, None], cols[:, None, :]]  # (N, n + 1, n + 1)
     fx = f[:, 0].reshape(-1, 1, 1)
     fy = f[:, 1].reshape(-1, 1, 1)
     top = block[:, :-1, :-1] * (1 - fx) + block[:, :-1, 1:] * fx
@@ -624,14 +731,18 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     k = int(round(FOREIGN_STEP_MM * COARSE_PPM))
     H, W = dark.shape
     size = (W // k, H // k)
-    small = cv2.resize(linb, size, interpolation=cv2.INTER_AREA)[..., ::-1] * gains
+    # balanced linear RGB, its level r + g + b and its chromaticity, channel by channel
+    # (numpy is slow over a short last axis)
+    b_, g_, r_ = cv2.split(cv2.resize(linb, size, interpolation=cv2.INTER_AREA))
+    r_, g_, b_ = r_ * gains[0], g_ * gains[1], b_ * gains[2]
     dkf = cv2.resize(dark.astype(np.float32), size, interpolation=cv2.INTER_AREA)
     dk = dkf > 0.02
     kc = 2 * int(round(9.0 / FOREIGN_STEP_MM)) + 1
     # the card faces with everything they enclose are cards, not table
     cards = cv2.morphologyEx(dk.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((kc, kc), np.uint8)).astype(bool)
-    ss = small.sum(axis=2)
-    ch = small / np.maximum(ss, 1e-6)[..., None]
+    ss = r_ + g_ + b_
+    level = np.maximum(ss, 1e-6)
+    ch = cv2.merge([r_ / level, g_ / level, b_ / level])
     table = ~cards & (ss > 1e-4)
     if table.sum() < 50:
         # the table is as dark as the card faces: arms by level; glare is what is far
@@ -641,8 +752,8 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
             arms = cv2.dilate(arms.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
         shine = (ss > 4.0 * float(np.median(ss))) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12) & ~arms
         return arms, shine
-    tpx = ch[table]
-    tch = np.median(tpx[:: max(1, len(tpx) // 3000)], axis=0)
+    tpx = np.flatnonzero(table)
+    tch = np.median(ch.reshape(-1, 3)[tpx[:: max(1, len(tpx) // 3000)]], axis=0)
     dch = _norm3(ch - tch.astype(ch.dtype))
     # smooth light field of the table: log level, quadratic in x, y, robust
     hs, ws = ss.shape
@@ -767,6 +878,7 @@ class CardsResult:
     white_level: float = 1.0
     foreign: np.ndarray | None = None  # bool at FOREIGN_STEP_MM: neither table nor card (hands, arms)
     glare: np.ndarray | None = None  # bool at FOREIGN_STEP_MM: glare spots
+    _integrals: dict = field(default_factory=dict, repr=False, compare=False)
 
     def foreign_at(self, x: float, y: float, half: float, which: str = "foreign") -> float:
         """Fraction of the square (centre x, y mm, half side) covered by something
@@ -774,13 +886,10 @@ class CardsResult:
         m = self.foreign if which == "foreign" else self.glare
         if m is None:
             return 0.0
-        step = FOREIGN_STEP_MM
-        H, W = m.shape
-        i0, i1 = int(max((y - half) / step, 0)), int(min((y + half) / step, H))
-        j0, j1 = int(max((x - half) / step, 0)), int(min((x + half) / step, W))
-        if i1 <= i0 or j1 <= j0:
-            return 0.0
-        return float(m[i0:i1, j0:j1].mean())
+        sums = self._integrals.get(which)
+        if sums is None:  # asked for every card: summed once
+            sums = self._integrals[which] = cv2.integral(m.view(np.uint8))
+        return _square_cover(sums, x, y, half)
 
 
 def _blocks(warp: np.ndarray, block: int = 8) -> np.ndarray:
@@ -857,16 +966,19 @@ class CardReader:
         weakest = float(self.refs.linear.sum(axis=1).min())
         return max(face, 1e-3) ** 0.55 * weakest ** 0.45 * level
 
-    def read(self, frame_bgr: np.ndarray) -> CardsResult:
+    def read(self, frame_bgr: np.ndarray, grey: np.ndarray | None = None) -> CardsResult:
+        """The cards of a frame; ``grey``: the frame in grey, if the caller has it (the
+        unchanged-frame test looks at grey only)."""
         view = self.view
+        seen = frame_bgr if grey is None else grey
         if self.reuse and self._last is not None and self._last[0] == (view.version, self.stable.version) \
-                and self.same.same(frame_bgr):
+                and self.same.same(seen):
             return self._last[1]  # the very frame read last time: the same cards
         result = self._read_changed(frame_bgr) if self.reuse else None
         self.partial_reads += result is not None
         if result is None:
             result = self._read(frame_bgr)
-        self.same.keep(frame_bgr)
+        self.same.keep(seen)
         self._last = ((view.version, self.stable.version), result)
         return result
 
@@ -897,10 +1009,14 @@ class CardReader:
         if thr2 > thr:
             thr = min(thr2, 0.5 * weakest)
             dark = sb < thr
-        self._offset = (0, 0)
-        blobs = self._segment(linb, s, sb, dark, thr, face_level, weakest, gains)
+        # shapes are looked for only around the card faces (see _shape_window)
+        x0, y0, x1, y1 = self._shape_window(sb, max(thr, self._look_threshold(thr, weakest)))
+        self._offset = (x0, y0)
+        ws = s[y0:y1, x0:x1]
+        blobs = self._segment(linb[y0:y1, x0:x1], ws, sb[y0:y1, x0:x1], dark[y0:y1, x0:x1], thr, face_level, weakest,
+                              gains)
         self._previous = self._current if self.reuse else []
-        self._read_shapes(s)
+        self._read_shapes(ws)
         result = self._assemble(blobs, level)
         result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
         self._covered_unread(result, dark)
@@ -1030,7 +1146,7 @@ class CardReader:
         # above any threshold, joining the shape to the table: the card faces with all
         # they enclose (a closing wider than a shape) bound where shapes can be, and
         # what lies outside them rings a shape like its face does.
-        k = int(round((self.shape_mm + 6) * COARSE_PPM)) | 1
+        k = self._face_close_px()
         faces = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
         outside = ~cv2.erode(faces, _DISK3).astype(bool)
         closed = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
@@ -1048,13 +1164,14 @@ class CardReader:
         # every single blob's ring test and colour statistics at once (see _prepare)
         ids = np.nonzero(single)[0]
         prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains)
+        outlines: list = []
         for i in np.nonzero(single | merged)[0]:
             if i == 0:
                 continue
             x0, y0, w, h = stats[i, :4]
             if single[i]:
                 if i in prep:
-                    self._accept(blobs, i, prep[i], labels, (x0, y0, w, h), s, face_level)
+                    self._accept(blobs, i, prep[i], (x0, y0, w, h), face_level, outlines)
                 continue
             m = 3
             xa, ya, xb, yb = max(x0 - m, 0), max(y0 - m, 0), min(x0 + w + m, W), min(y0 + h + m, H)
@@ -1073,29 +1190,65 @@ class CardReader:
                 dfull = dark.copy()
                 dfull[ya:yb, xa:xb] = sub_dark
                 self._try_blob(blobs, i, full, (xa + sx, ya + sy, sw, sh), dfull, linb, s, gains, face_level)
+        self._trace(s, labels, outlines, face_level)
         # Second look at a higher threshold (half the weakest colour): under blur a
         # shape near a card's edge can stay joined to the table at the face threshold.
         # Third look: what lies outside the card faces counts as face (see above).
-        hi_thr = 0.5 * weakest
-        looks = [sb < hi_thr] if hi_thr > thr * 1.3 else []
+        hi_thr = self._look_threshold(thr, weakest)
+        looks = [sb < hi_thr] if hi_thr > thr else []
         if outside.any():
             looks.append(dark | outside)
         for dark2 in looks:
             closed2 = cv2.morphologyEx(dark2.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
-            n2, labels2, stats2, cents2 = cv2.connectedComponentsWithStats((~closed2).astype(np.uint8), connectivity=4)
-            area2 = stats2[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
+            looked = _Components((~closed2).view(np.uint8), 0.5 * self.area_lo * COARSE_PPM ** 2,
+                                 self.area_hi * 1.6 * COARSE_PPM ** 2)
+            labels2, cents2 = looked.labels, looked.centroids
             have = np.array([[b.x, b.y] for b in blobs]) if blobs else np.zeros((0, 2))
-            cand = np.nonzero((area2 >= 0.5 * self.area_lo) & (area2 <= self.area_hi * 1.6))[0]
-            cand = cand[cand != 0]
+            cand = looked.ids
             if len(cand) and len(have):
                 x, y = self._mm(cents2[cand, 0], cents2[cand, 1])
                 near = np.hypot(have[None, :, 0] - x[:, None], have[None, :, 1] - y[:, None]).min(axis=1)
                 cand = cand[near >= self.quad * 0.4]
+            stats2 = looked.stats(cand)
             prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains)
+            outlines = []
             for i in cand:
                 if i in prep2:
-                    self._accept(blobs, i, prep2[i], labels2, tuple(stats2[i, :4]), s, face_level)
+                    self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines)
+            self._trace(s, labels2, outlines, face_level)
         return blobs
+
+    @staticmethod
+    def _look_threshold(thr: float, weakest: float) -> float:
+        """The second look's face threshold (half the weakest colour's level), or
+        ``thr`` when that is not clearly higher (no second look)."""
+        hi_thr = 0.5 * weakest
+        return hi_thr if hi_thr > thr * 1.3 else thr
+
+    def _shape_window(self, sb: np.ndarray, thr: float) -> tuple[int, int, int, int]:
+        """The part of the warp (x0, y0, x1, y1) that :meth:`_segment` must see: the
+        box of everything darker than ``thr`` (the highest face threshold it uses),
+        grown by more than the reach of its face closing (k - 1 px for a k-px square).
+
+        Every shape is ringed by face, so it lies inside that box. What lies beyond it
+        is bare table: one frame around the box, too large to pass for a shape, as the
+        table is in the whole warp; the closings see the same neighbourhoods of face.
+        Cropping saves the work on the bare table around a tableau. Where the grown box
+        reaches the warp's edge, or its frame is not clearly larger than any shape
+        (a kit of large shapes), the whole warp is segmented."""
+        H, W = sb.shape
+        x, y, w, h = cv2.boundingRect((sb < thr).view(np.uint8))
+        m = self._face_close_px() + 1
+        x0, y0, x1, y1 = x - m, y - m, x + w + m, y + h + m
+        frame = (x1 - x0) * (y1 - y0) - w * h
+        if w == 0 or x0 < 0 or y0 < 0 or x1 > W or y1 > H or frame <= 6 * self.area_hi * COARSE_PPM ** 2:
+            return 0, 0, W, H
+        return x0, y0, x1, y1
+
+    def _face_close_px(self) -> int:
+        """Side of the square that closes the card faces over their shapes (a shape
+        and a little more), px."""
+        return int(round((self.shape_mm + 6) * COARSE_PPM)) | 1
 
     def _mm(self, u: Any, v: Any) -> tuple[Any, Any]:
         """Board mm of pixel coordinates of the part of the warp being segmented."""
@@ -1104,14 +1257,15 @@ class CardReader:
     def _prepare(self, ids: np.ndarray, labels: np.ndarray, stats: np.ndarray, cents: np.ndarray,
                  dark: np.ndarray, linb: np.ndarray, s: np.ndarray, gains: np.ndarray) -> dict[int, tuple]:
         """:meth:`_try_blob`'s tests and measurements for many components of ``labels``
-        at once (whole-image sums instead of one region of interest per blob).
+        at once.
 
         The ring of black face: the blob's box grown by 3 px holds at least 45% of face
         outside the blob (the box holds the whole component, and no face pixel lies in
         a component: components are taken outside the closing of the face mask).
         Returns, per accepted component: centroid (warp px), area, the chromaticity of
-        its mean colour (to recognise an unchanged print), and, from its brighter half,
-        the colour (balanced linear RGB) and the brightness ``top``."""
+        its mean colour (to recognise an unchanged print), from its brighter half the
+        colour (saturation and :meth:`ColourRefs.classify`) and the brightness ``top``,
+        and the centroid in board mm."""
         ids = np.asarray(ids, np.int64)
         if len(ids) == 0:
             return {}
@@ -1128,48 +1282,41 @@ class CardReader:
         if len(acc) == 0:
             return {}
         m = len(acc)
-        if m <= 16:
-            # a few components: their pixels from their boxes (not the whole image)
-            parts = []
-            for j, i in enumerate(acc):
-                bx, by, bw, bh = (int(v) for v in stats[i, :4])
-                yy, xx = np.nonzero(labels[by:by + bh, bx:bx + bw] == i)
-                parts.append((yy + by) * W + (xx + bx))
-            sel = np.concatenate(parts)
-            k = np.repeat(np.arange(m), [len(q) for q in parts])
-        else:
-            lut = np.full(len(stats), -1, np.int32)
-            lut[acc] = np.arange(m, dtype=np.int32)
-            pix = lut[labels.ravel()]
-            sel = np.flatnonzero(pix >= 0)
-            k = pix[sel]
-        L = linb.reshape(-1, 3)[sel].astype(np.float64)
-        S = s.ravel()[sel]
-        n_px = np.bincount(k, minlength=m).astype(np.float64)
-        rgb = np.stack([np.bincount(k, L[:, c], m) for c in (2, 1, 0)], axis=1) / n_px[:, None] * gains
+        # The accepted components' boxes as windows side by side (each as large as the
+        # largest box, moved inside the image where it would stick out: it still holds
+        # its whole component): per-window sums instead of one region per blob.
+        bx, by, bw, bh = (stats[acc, k].astype(np.int64) for k in range(4))
+        rh, rw = int(bh.max()), int(bw.max())
+        ys, xs = np.minimum(by, H - rh), np.minimum(bx, W - rw)
+        comp = _side_by_side(labels, ys, xs, rh, rw) == np.repeat(acc, rw)[None]  # (rh, m rw)
+        L = _side_by_side(linb, ys, xs, rh, rw)  # (rh, m rw, 3)
+        S = _side_by_side(s, ys, xs, rh, rw)
+        # (masks as 0/1 factors: OpenCV multiplies three-channel images far faster than
+        # numpy broadcasts over their short last axis)
+        inside = comp.astype(np.float32)
+        n_px = _window_sums(inside, m)
+        rgb = _window_sums(cv2.multiply(L, cv2.merge([inside] * 3)), m)[:, ::-1] / n_px[:, None] * gains
         chroma = rgb / np.maximum(rgb.sum(axis=1, keepdims=True), 1e-9)
-        mean_s = (np.bincount(k, S, m) / n_px).astype(np.float32)
-        core = S >= mean_s[k]
-        kc = k[core]
-        n_core = np.maximum(np.bincount(kc, minlength=m), 1).astype(np.float64)
-        Lc = L[core]
-        col = np.stack([np.bincount(kc, Lc[:, c], m) for c in (2, 1, 0)], axis=1) / n_core[:, None] * gains
-        top = np.bincount(kc, S[core], m) / n_core
+        mean_s = (_window_sums(cv2.multiply(S, inside), m) / n_px).astype(np.float32)
+        core = (comp & (S >= np.repeat(mean_s, rw)[None])).astype(np.float32)
+        n_core = np.maximum(_window_sums(core, m), 1)
+        col = _window_sums(cv2.multiply(L, cv2.merge([core] * 3)), m)[:, ::-1] / n_core[:, None] * gains
+        top = _window_sums(cv2.multiply(S, core), m) / n_core
         area = n_px / COARSE_PPM ** 2
         cls = self.refs.classify_many(col)
         sat = (col.max(axis=1) - col.min(axis=1)) / np.maximum(col.max(axis=1), 1e-9)
+        xs, ys = self._mm(cents[acc, 0], cents[acc, 1])
         return {int(i): (float(cents[i, 0]), float(cents[i, 1]), float(area[j]), chroma[j],
-                         (float(sat[j]),) + cls[j], float(top[j]))
+                         (float(sat[j]),) + cls[j], float(top[j]), float(xs[j]), float(ys[j]))
                 for j, i in enumerate(acc)}
 
-    def _accept(self, blobs: list[Blob], i: int, prep: tuple, labels: np.ndarray, box: tuple, s: np.ndarray,
-                face_level: float) -> None:
+    def _accept(self, blobs: list[Blob], i: int, prep: tuple, box: tuple, face_level: float,
+                outlines: list) -> None:
         """A component that passed :meth:`_prepare`: a shape, reused from the previous
-        frame if unchanged, else its colour classified and its outline queued (as
-        :meth:`_try_blob` and :meth:`_read_blob`)."""
-        cx, cy, area, chroma, col, top = prep
-        x, y = self._mm(cx, cy)
-        b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
+        frame if unchanged, else its colour classified and its outline queued in
+        ``outlines`` for :meth:`_trace` (as :meth:`_try_blob` and :meth:`_read_blob`)."""
+        cx, cy, area, chroma, col, top, x, y = prep
+        b = Blob(x, y, area, partial=area < self.area_lo)
         if self._reused(b, chroma):
             blobs.append(b)
             return
@@ -1177,12 +1324,9 @@ class CardReader:
         self._current.append((b, chroma))
         if not self._colour(b, *col):
             return
-        H, W = s.shape
-        x0, y0, w, h = (int(v) for v in box)
-        mg = int(round(7 * COARSE_PPM))
-        xa, ya, xb, yb = max(x0 - mg, 0), max(y0 - mg, 0), min(x0 + w + mg, W), min(y0 + h + mg, H)
-        comp = (labels[ya:yb, xa:xb] == i).view(np.uint8)
-        self._outline(b, s[ya:yb, xa:xb], comp, top, face_level, (cx, cy))
+        # queued for the shapes now, in this order; dropped again if it has no outline
+        self._pending.append((b, (cx, cy), top, face_level))
+        outlines.append((b, i, box, top))
 
     def _reused(self, b: Blob, chroma: np.ndarray) -> bool:
         """The table changes rarely: a blob at the same place, of the same size and
@@ -1212,26 +1356,23 @@ class CardReader:
         b.colour_dist, b.colour_margin = dist, margin
         return True
 
-    def _outline(self, b: Blob, s: np.ndarray, comp: np.ndarray, top: float, face_level: float,
-                 centre: tuple[float, float]) -> None:
-        """The blob's outline at half height (ROI ``s``, component mask ``comp``): a
-        shape cut by the warp's edge or too small is partial; the shape is queued for
-        :meth:`_read_shapes`."""
-        # outline at half height, inside the blob grown back past its tips (it was
-        # found after an opening); the other blobs in the ROI stay out
-        region = cv2.dilate(comp, _DISK11) & (s > face_level + 0.25 * (top - face_level)).view(np.uint8)
-        vals = np.where(region > 0, s, np.float32(face_level))
-        mask = outline_mask(vals, top, face_level)
-        hh, ww = mask.shape
-        x, y, w, h = cv2.boundingRect(mask)
-        if w == 0:
-            b.partial = True
+    def _trace(self, s: np.ndarray, labels: np.ndarray, outlines: list, face_level: float) -> None:
+        """The outlines queued by :meth:`_accept` ((blob, component of ``labels``, box,
+        top) each), all at once (:func:`outline_extents`): a shape cut by the warp's edge
+        or too small is partial; one without any outline is partial and not read."""
+        if not outlines:
             return
-        if x == 0 or y == 0 or x + w >= ww or y + h >= hh:
-            b.partial = True  # cut by the warp's edge
-        if cv2.countNonZero(mask) / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
-            b.partial = True
-        self._pending.append((b, centre, top, face_level))
+        count, edge = outline_extents(s, labels, np.array([o[1] for o in outlines]),
+                                      np.array([o[2] for o in outlines]), np.array([o[3] for o in outlines]),
+                                      face_level)
+        unread = set()
+        for (b, *_), c, e in zip(outlines, count, edge):
+            if c == 0:
+                unread.add(id(b))
+            if c == 0 or e or c / (UPSAMPLE * COARSE_PPM) ** 2 < self.area_lo:
+                b.partial = True
+        if unread:
+            self._pending = [p for p in self._pending if id(p[0]) not in unread]
 
     def _try_blob(self, blobs: list[Blob], i: int, labels: np.ndarray, box: tuple, dark: np.ndarray,
                   linb: np.ndarray, s: np.ndarray, gains: np.ndarray, face_level: float) -> None:
@@ -1282,7 +1423,9 @@ class CardReader:
         sat = (col.max() - col.min()) / max(col.max(), 1e-9)
         if not self._colour(b, sat, *self.refs.classify(col)):
             return
-        self._outline(b, s, comp, float(sc[sc >= mean_s].mean()), face_level, centre)
+        top = float(sc[sc >= mean_s].mean())
+        self._pending.append((b, centre, top, face_level))
+        self._trace(s, comp, [(b, 1, cv2.boundingRect(comp), top)], face_level)
 
     def _read_shapes(self, s: np.ndarray, estimate_blur: bool = True) -> None:
         """Shapes of the blobs queued this frame (see :class:`ShapeTemplates`); the
@@ -1424,16 +1567,21 @@ def _square_cover(integral: np.ndarray | None, x: float, y: float, half: float) 
 
 def _fit_card(quads: list[Blob]) -> Card:
     """Centre and rotation (from the nearest multiple of 90 degrees) of four shapes."""
-    pts = np.array([[b.x, b.y] for b in quads])
-    centre = pts.mean(axis=0)
-    ideal = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]], float)
-    rel = pts - centre
-    # rotation of ideal -> rel (2D Procrustes)
-    num = float(np.sum(ideal[:, 0] * rel[:, 1] - ideal[:, 1] * rel[:, 0]))
-    den = float(np.sum(ideal[:, 0] * rel[:, 0] + ideal[:, 1] * rel[:, 1]))
+    # plain floats: on four points numpy's overhead is most of the work
+    cx = (quads[0].x + quads[1].x + quads[2].x + quads[3].x) / 4
+    cy = (quads[0].y + quads[1].y + quads[2].y + quads[3].y) / 4
+    # rotation of the ideal corners (NW, NE, SE, SW) -> the centroids (2D Procrustes)
+    num = den = 0.0
+    for (ix, iy), b in zip(_IDEAL_CORNERS, quads):
+        rx, ry = b.x - cx, b.y - cy
+        num += ix * ry - iy * rx
+        den += ix * rx + iy * ry
     ang = math.degrees(math.atan2(num, den))
     ang = (ang + 45) % 90 - 45
-    return Card((float(centre[0]), float(centre[1])), ang, quads)
+    return Card((cx, cy), ang, quads)
+
+
+_IDEAL_CORNERS = ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0))
 
 
 def _group_loose(blobs: list[Blob], quad: float) -> list[Card]:

@@ -116,6 +116,19 @@ def ink_box(ink: np.ndarray, threshold: float = 0.35) -> tuple[int, int, int, in
     return count, x, y, w, h
 
 
+def ink_boxes(inks: np.ndarray, threshold: float = 0.35) -> np.ndarray:
+    """:func:`ink_box` of each of the ink images ``inks`` (N, h, w), all at once: (N, 5)."""
+    m = inks > threshold
+    rows, cols = m.any(axis=2), m.any(axis=1)
+    h, w = m.shape[1:]
+    y0, x0 = rows.argmax(axis=1), cols.argmax(axis=1)
+    y1, x1 = h - rows[:, ::-1].argmax(axis=1), w - cols[:, ::-1].argmax(axis=1)
+    count = np.count_nonzero(m, axis=(1, 2))
+    out = np.column_stack([count, x0, y0, x1 - x0, y1 - y0])
+    out[count == 0] = 0
+    return out
+
+
 def normalise_ink(ink: np.ndarray, threshold: float = 0.35,
                   box: tuple[int, int, int, int, int] | None = None) -> np.ndarray | None:
     """The ink image (0 = tile, 1 = full ink) cropped to its bounding box and scaled so
@@ -208,6 +221,12 @@ class GlyphBank:
         group = self.classes * len(blurs) + self.levels
         assert np.all(np.diff(group) >= 0) and len(set(group.tolist())) == len(self.names) * len(blurs)
         self._starts = np.searchsorted(group, np.arange(len(self.names) * len(blurs)))
+        # each class's template rows, padded to the longest class with its first row
+        # again (a repeat after the first never changes which one is the first best)
+        bounds = np.append(self._starts[::len(blurs)], len(T))
+        most = int(np.diff(bounds).max())
+        self._class_rows = np.array([np.r_[np.arange(a, b), np.full(most - (b - a), a)]
+                                     for a, b in zip(bounds[:-1], bounds[1:])])
         self.is_text = np.array([n in letters or n in digits for n in self.names])
 
     def scores(self, canvases: np.ndarray) -> np.ndarray:
@@ -222,15 +241,10 @@ class GlyphBank:
         X = canvases.reshape(len(canvases), -1).astype(np.float32)
         X = X - X.mean(axis=1, keepdims=True)
         X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
-        full = X @ self.T.T
-        bounds = np.append(self._starts[::len(self.blurs)], len(self.T))
-        best = np.empty((len(X), len(self.names)), np.int64)
-        per = np.empty((len(X), len(self.names)), np.float32)
-        rows = np.arange(len(X))
-        for k in range(len(self.names)):
-            j = np.argmax(full[:, bounds[k]:bounds[k + 1]], axis=1)
-            best[:, k] = bounds[k] + j
-            per[:, k] = full[rows, bounds[k] + j]
+        full = (X @ self.T.T)[:, self._class_rows]  # (N, classes, most templates of a class)
+        j = full.argmax(axis=2)
+        best = self._class_rows[np.arange(len(self.names)), j]  # (N, classes)
+        per = np.take_along_axis(full, j[:, :, None], axis=2)[:, :, 0]
         return per, best, X
 
     def blur_of(self, best: np.ndarray, a: str) -> float:
@@ -255,11 +269,19 @@ class GlyphBank:
                min_margin: float = 0.03) -> GlyphMatch:
         """The face from one row of :meth:`scores`, among the ``allowed`` classes."""
         p = per if allowed is None else np.where(allowed, per, -2.0)
-        order = np.argsort(-p)
-        a, b = order[0], order[1]
-        sc, mg = float(p[a]), float(p[a] - p[b])
-        face = self.names[a] if sc >= min_score and mg >= min_margin else None
-        return GlyphMatch(face, sc, mg, self.names[a], self.names[b])
+        return self.decide_many(p[None], min_score=min_score, min_margin=min_margin)[0]
+
+    def decide_many(self, per: np.ndarray, *, min_score: float = 0.6, min_margin: float = 0.03) -> list[GlyphMatch]:
+        """:meth:`decide` of each row of ``per`` (N, classes), all classes allowed."""
+        order = np.argsort(-per, axis=1)
+        rows = np.arange(len(per))
+        sc, sc2 = per[rows, order[:, 0]], per[rows, order[:, 1]]
+        mg = sc - sc2
+        out = []
+        for a, b, s_, m_ in zip(order[:, 0].tolist(), order[:, 1].tolist(), sc.tolist(), mg.tolist()):
+            face = self.names[a] if s_ >= min_score and m_ >= min_margin else None
+            out.append(GlyphMatch(face, s_, m_, self.names[a], self.names[b]))
+        return out
 
     def match(self, canvases: np.ndarray, *, min_score: float = 0.6, min_margin: float = 0.03) -> list[GlyphMatch]:
         """Faces of (N, CANVAS, CANVAS) normalised ink canvases (seen alike, as in one

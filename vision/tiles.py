@@ -31,7 +31,7 @@ import numpy as np
 
 from calibration.colour import srgb_to_linear
 from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
-from vision.glyphs import GlyphBank, GlyphMatch, ink_box, normalise_ink
+from vision.glyphs import GlyphBank, GlyphMatch, ink_boxes, normalise_ink
 
 PPM = 2.0
 WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew) always covers
@@ -110,9 +110,10 @@ class TileReader:
         # balanced linear BGR (the gains folded into the table: the same products)
         linb = cv2.LUT(warp[: n * c, : n * c], _LUT3 * gains[::-1])
         w = self.hi - self.lo
-        full = linb.reshape(n, c, n, c, 3)[:, self.lo:self.hi, :, self.lo:self.hi].transpose(0, 2, 1, 3, 4)
-        lum_full = np.ascontiguousarray(full) @ _LUMA_BGR  # (n, n, w, w): the print, full resolution
-        lum_full = lum_full.reshape(n * n, w, w)
+        # the print's brightness at full resolution, per window (n * n, w, w)
+        lum = cv2.transform(linb, _LUMA_BGR.reshape(1, 3))
+        lum_full = np.ascontiguousarray(lum.reshape(n, c, n, c)[:, self.lo:self.hi, :, self.lo:self.hi]
+                                        .transpose(0, 2, 1, 3)).reshape(n * n, w, w)
         # colour statistics need less: half resolution
         half = cv2.resize(linb, (n * c // 2, n * c // 2), interpolation=cv2.INTER_AREA)
         h2, lo2, hi2 = c // 2, self.lo // 2, self.hi // 2
@@ -144,7 +145,9 @@ class TileReader:
         good = (sat > 0.6 * p70[:, None]) & (lum > 0.5 * lum_hi[:, None])
         cnt = good.sum(axis=1)
         col = np.matmul(good.astype(np.float32)[:, None, :], win)[:, 0] / np.maximum(cnt, 1)[:, None]
-        col = np.where(cnt[:, None] > 0, col, win.mean(axis=1))[:, ::-1]  # RGB
+        if not cnt.all():
+            col = np.where(cnt[:, None] > 0, col, win.mean(axis=1))
+        col = col[:, ::-1]  # RGB
         chroma = col / np.maximum(col.sum(axis=1, keepdims=True), 1e-6)
         dist_all = np.linalg.norm(chroma[:, None, :] - self.refs.chroma[None], axis=2)
         order = np.argsort(dist_all, axis=1)
@@ -171,6 +174,7 @@ class TileReader:
                 same[tiles_k] = have & (_local_change(ink_all - old) <= INK_SAME)
         cache: dict[int, _TileMemo] = {}
         pending: list[tuple[_TileMemo, np.ndarray]] = []  # tiles whose face is matched this frame
+        boxes = ink_boxes(ink_all, 0.45).tolist()
         t = 0
         for k in range(n * n):
             r, cc = divmod(k, n)
@@ -180,6 +184,7 @@ class TileReader:
                                           float(d_board[k]), bool(whitish[k]))
                 continue
             ink = ink_all[t]
+            box = boxes[t]
             t += 1
             dist, margin = float(d0[k]), float(d1[k] - d0[k])
             conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
@@ -187,7 +192,6 @@ class TileReader:
                 prev = self._cache[k]
                 memo = _TileMemo(ink, prev.count, prev.height, prev.scores)
             else:
-                box = ink_box(ink, 0.45)
                 memo = _TileMemo(ink, box[0], box[4] / PPM)
                 canvas = normalise_ink(ink, 0.45, box)
                 if canvas is not None:
@@ -205,14 +209,14 @@ class TileReader:
         if faces:
             text = self.glyphs.is_text
             names = self.glyphs.names
+            matches = self.glyphs.decide_many(np.array([memo.scores[0] for _, memo in faces]))
             # how blurred this frame's faces are: the blur of the templates that fit them
-            frame_blur = float(np.median([self.glyphs.blur_of(memo.scores[1], names[int(np.argmax(memo.scores[0]))])
-                                          for _, memo in faces]))
-            for k, memo in faces:
+            frame_blur = float(np.median([self.glyphs.blur_of(memo.scores[1], m.best)
+                                          for (_, memo), m in zip(faces, matches)]))
+            for (k, memo), m in zip(faces, matches):
                 r, cc = divmod(k, n)
                 row, best, x = memo.scores
                 height = memo.height
-                m = self.glyphs.decide(row)
                 both_text = text[names.index(m.best)] and text[names.index(m.second)]
                 if m.face is None and m.score >= 0.6 and CLOSE_MARGIN <= m.margin \
                         and (both_text or frame_blur <= SHARP_BLUR) \
