@@ -417,3 +417,28 @@ def test_components_with_statistics_for_shape_sized_ones_are_opencvs() -> None:
         assert list(got.ids) == [i for i in want if i != 0] and len(got.ids) > 0
         assert np.array_equal(got.centroids[got.ids], cents[got.ids])
         assert np.array_equal(got.stats(got.ids)[got.ids], stats[got.ids])
+
+
+@pytest.mark.parametrize("height", [60.0, 150.0])
+def test_a_dark_arm_in_a_one_sided_light_is_a_hand(height: float) -> None:
+    """A dark-skinned arm reaching in from the shadowed side of a one-sided light: where
+    it enters it is as dark as the table (and as a card's face), so no region of it
+    reaches the play area's edge; its lit part inside is larger than any card and of no
+    table colour, and no card's shape is that large. The frame is never committed.
+    (The code before this test committed it.)"""
+    setup = sc.sample_setup(KIT, "bloxo", 9_201, model="cm3")
+    cond = sc.sample_conditions(9_201, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
+    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, 9_201).image, 95)
+    intr = default_intrinsics("cm3", board.shape[1], board.shape[0])
+    pose = estimate_pose(board, KIT, "bloxo", intr, min_markers=4)
+    cal = Calibration(game="bloxo", camera=intr, camera_model="cm3", kit=KIT, pose=pose,
+                      survey=survey(board, KIT, "bloxo", pose, intr))
+    w, h = KIT.area_mm("bloxo")
+    state = st.random_state(KIT, "bloxo", np.random.default_rng(9_202))
+    cond = sc.sample_conditions(9_241, "one-sided", area=(w, h), kit=KIT)
+    cond.hands = [sc.Hand(target=(0.6 * w, 0.5 * h), height=height, side="left", skin=(120, 80, 60))]
+    r = sc.render_frame(setup, state, cond, 9_241)
+    assert r.meta["hand_over_area"] > 0.05 and not r.truth["stable"]
+    obs = read_still(Recognizer(cal), jpeg_round_trip(r.image))
+    assert obs["stable"] is False
+    assert score(r.truth, obs)["occlusion_missed"][0] == 0

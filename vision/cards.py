@@ -715,8 +715,8 @@ FOREIGN_STEP_MM = 4.0
 
 
 def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.ndarray, *,
-                 chroma_tol: float = 0.03, level_tol: float = 0.35, min_area_mm2: float = 1200.0
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 chroma_tol: float = 0.03, level_tol: float = 0.35, min_area_mm2: float = 1200.0,
+                 card_mm2: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Regions of the play area that are neither the table nor a card: hands, arms.
 
     Bloxo has no board whose colours the survey knows, so the table itself is the
@@ -726,7 +726,8 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     card part is foreign. A glare spot (brighter, whiter) is not foreign.
 
     ``linb``: the coarse warp in linear BGR; ``s`` its balanced brightness; ``dark``
-    the card-face mask. Returns bool images at :data:`FOREIGN_STEP_MM` per pixel: the
+    the card-face mask; ``card_mm2`` a card's area (a bright region larger than that is
+    no card's shape, see :func:`_arms_by_level`). Returns bool images at :data:`FOREIGN_STEP_MM` per pixel: the
     foreign regions, and the glare (much brighter than the table's light and whiter)."""
     k = int(round(FOREIGN_STEP_MM * COARSE_PPM))
     H, W = dark.shape
@@ -747,7 +748,7 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     if table.sum() < 50:
         # the table is as dark as the card faces: arms by level; glare is what is far
         # brighter than the scene's typical level and nearly white
-        arms = _arms_by_level(dkf, size, min_area_mm2, ch)
+        arms = _arms_by_level(dkf, size, min_area_mm2, ch, large_mm2=card_mm2)
         if arms.any():
             arms = cv2.dilate(arms.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
         shine = (ss > 4.0 * float(np.median(ss))) & (np.linalg.norm(ch - 1 / 3, axis=2) < 0.12) & ~arms
@@ -788,7 +789,7 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     x0, y0 = stats[:, 0], stats[:, 1]
     x1, y1 = x0 + stats[:, 2], y0 + stats[:, 3]
     keep &= (x0 <= 1) | (y0 <= 1) | (x1 >= size[0] - 1) | (y1 >= size[1] - 1)
-    mask = keep[labels] | _arms_by_level(dkf, size, min_area_mm2, ch)
+    mask = keep[labels] | _arms_by_level(dkf, size, min_area_mm2, ch, large_mm2=card_mm2)
     if mask.any():
         mask = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
     shine = (dl > 0.3) & (glare | cards) & (_norm3(ch - np.float32(1 / 3)) < 0.12)
@@ -801,7 +802,8 @@ def _norm3(v: np.ndarray) -> np.ndarray:
 
 
 def _arms_by_level(dark_frac: np.ndarray, size: tuple[int, int], min_area_mm2: float,
-                   chroma: np.ndarray | None = None, chroma_tol: float = 0.04) -> np.ndarray:
+                   chroma: np.ndarray | None = None, chroma_tol: float = 0.04,
+                   large_mm2: float | None = None) -> np.ndarray:
     """Arms told apart from the table by brightness alone: what reaches in over the play
     area's edge on the other side of the card-face threshold from the table.
 
@@ -825,13 +827,26 @@ def _arms_by_level(dark_frac: np.ndarray, size: tuple[int, int], min_area_mm2: f
     touch = np.zeros(n, bool)
     touch[np.unique(labels[border & region])] = True
     touch[0] = False
-    keep = touch & (stats[:, cv2.CC_STAT_AREA] * FOREIGN_STEP_MM ** 2 >= min_area_mm2)
-    if chroma is not None and keep.any():
+    area_mm2 = stats[:, cv2.CC_STAT_AREA] * FOREIGN_STEP_MM ** 2
+    keep = touch & (area_mm2 >= min_area_mm2)
+    # Inside the area, a bright region larger than a whole card is no card's shape
+    # either (shapes are small and ringed by face): the lit part of an arm whose part
+    # nearer the edge, in a one-sided light's shadow, is as dark as the table.
+    inner = ~touch & (area_mm2 >= large_mm2) if large_mm2 else np.zeros(n, bool)
+    inner[0] = False
+    if chroma is not None and (keep.any() or inner.any()):
         # the table under a one-sided light: dark at one edge, lit at another, but of
         # one colour throughout; an arm is of another colour
         tch = np.median(chroma[border & dark], axis=0)
-        for j in np.nonzero(keep)[0]:
-            keep[j] = float(np.linalg.norm(np.median(chroma[labels == j], axis=0) - tch)) > chroma_tol
+        white = np.full(3, 1 / 3)
+        for j in np.nonzero(keep | inner)[0]:
+            c = np.median(chroma[labels == j], axis=0)
+            off = float(np.linalg.norm(c - tch)) > chroma_tol
+            if inner[j]:
+                # a glare spot is the table's colour mixed with the light's white
+                t = float(np.clip((c - tch) @ (white - tch) / max(float((white - tch) @ (white - tch)), 1e-9), 0, 1))
+                off = off and float(np.linalg.norm(c - (tch + t * (white - tch)))) > chroma_tol
+            keep[j] = off
     return keep[labels]
 
 
@@ -1018,7 +1033,7 @@ class CardReader:
         self._previous = self._current if self.reuse else []
         self._read_shapes(ws)
         result = self._assemble(blobs, level)
-        result.foreign, result.glare = foreign_mask(linb, s, dark, gains)
+        result.foreign, result.glare = foreign_mask(linb, s, dark, gains, card_mm2=self.kit.bloxo.card_mm ** 2)
         self._covered_unread(result, dark)
         self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
                                _blocks(warp), dark, blobs, list(self._previous), result) if self.reuse else None
