@@ -211,9 +211,12 @@ def test_recognizer_rejects_bad_frames(cal_file):
 
 def test_a_cell_hidden_behind_a_tall_tower_does_not_stop_the_commit(tmp_path):
     """An oblique camera sees nothing of a space right behind a tall tower. That cell is
-    read from what is left of it or reported occluded, but the frame is still committed
-    (no hand, no motion): the referee keeps an occluded cell's committed content, so a
-    tower standing for good in front of a space must not stop the game."""
+    read from what is left of it; when that does not decide it but points to an empty
+    space (the priors, when nothing is seen), it is reported empty at a confidence no one
+    acts on, and otherwise occluded (the referee keeps a doubtful or occluded cell's
+    committed content). The frame is still committed (no hand, no motion): a tower
+    standing for good in front of a space must not stop the game."""
+    from vision.blox import HIDDEN_GUESS_CONF
     from calibration.render.textures import default_blox_colors
 
     kit = load_kit()
@@ -234,13 +237,19 @@ def test_a_cell_hidden_behind_a_tall_tower_does_not_stop_the_commit(tmp_path):
     obs = rec.process(image, 1.5, 1)
     assert obs["stable"]
     occ = {tuple(x) for x in obs["occluded"]}
+    conf = obs["cell_confidence"]
     # Nothing the camera saw well is occluded: the towers themselves are read.
     assert (7, 2) not in occ and (7, 6) not in occ and (3, 4) not in occ
     assert obs["state"]["cells"][3][4] == {"tower": ["purple"]}
     for r, c in occ:  # whatever is occluded is claimed by nothing
-        assert obs["state"]["cells"][r][c] is None and obs["cell_confidence"][r][c] is None
-    # Only spaces some tower stands in front of may be occluded (a row or two behind them).
-    assert occ <= {(r, c) for r in (5, 6) for c in (1, 2, 3, 5, 6, 7)}
+        assert obs["state"]["cells"][r][c] is None and conf[r][c] is None
+    # Only spaces some tower stands in front of may be occluded or guessed (a row or two
+    # behind them; a tower's own confidence may be as low for a level nothing shows).
+    guessed = {(r, c) for r in range(9) for c in range(9) if conf[r][c] is not None and conf[r][c] <= HIDDEN_GUESS_CONF}
+    behind = {(r, c) for r in (5, 6) for c in (1, 2, 3, 5, 6, 7)}
+    assert occ <= behind and guessed - {(7, 2), (7, 6)} <= behind
+    for r, c in guessed - {(7, 2), (7, 6)}:  # a guess is an empty space, never a piece nothing shows
+        assert obs["state"]["cells"][r][c] is None
     wrong = [(r, c) for r in range(9) for c in range(9)
              if (r, c) not in occ and obs["state"]["cells"][r][c] != cells[r][c]]
     assert len(wrong) <= 1
@@ -284,11 +293,13 @@ def test_side_probes_are_weighted_by_how_robust_they_are_to_block_jitter(cal_fil
 
 
 def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
-    """The group sums are computed per kind of cost (constant, one colour, four colours);
-    they must equal summing every visible entry's four costs directly."""
+    """The group sums are computed per kind of cost (constant, one colour, four colours,
+    a pair of adjacent levels); they must equal summing every visible entry's costs
+    directly."""
     from calibration.store import load_calibration
-    from vision._blox_geometry import CHIP, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN
-    from vision.blox import UNKNOWN_COST
+    from vision._blox_geometry import (ALT_DOWN, ALT_UP, CHIP, G_LEVEL0, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE,
+                                       UNKNOWN)
+    from vision.blox import ADJACENT_PENALTY, UNKNOWN_COST, _chain_min
 
     rec = make_recognizer("blox", load_calibration(cal_file))
     image = read_image(FIX / "neutral" / "frames" / "000000.jpg")
@@ -300,20 +311,65 @@ def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
     for src in (OWN, CHIP, OWN_BODY, TABLE):  # single-valued sources carry one value in all four columns
         Q[:, src::N_SRC] = Q[0, src::N_SRC]
     visible = rng.random(len(g.px)) > 0.2
-    cost, S, cnt = rec._score(Q, visible, g)
+    cost, S, cnt, P = rec._score(Q, visible, g)
     size = 81 * N_HYP * N_GTYPES
     sel = visible[g.e_p]
-    direct = np.stack([np.bincount(g.e_group[sel], weights=Q[j, g.e_idx[sel]] * g.e_w[sel], minlength=size)
+    pair = sel & np.isin(g.e_alt, (ALT_UP, ALT_DOWN))
+    single = sel & ~pair
+    vals = Q[:, g.e_idx]
+    direct = np.stack([np.bincount(g.e_group[single], weights=vals[j, single] * g.e_w[single], minlength=size)
                        for j in range(4)], axis=1)
     assert np.allclose(S.reshape(size, 4), direct, atol=1e-3)
     assert np.allclose(cnt.reshape(size), np.bincount(g.e_group[sel], weights=g.e_w[sel], minlength=size))
+    assert pair.any()
+    # A side probe near a level's edge that may see the neighbouring level: a cost per
+    # pair of colours (lower level, upper level), the lower of its own colour's and the
+    # neighbour's plus the price.
+    P_direct = np.zeros((81, N_HYP, 4, 4, 4))
+    for e in np.nonzero(pair)[0]:
+        q = Q[:, g.e_idx[e]]
+        level = int(g.e_group[e] % N_GTYPES) - G_LEVEL0
+        lower = level - 1 if g.e_alt[e] == ALT_DOWN else level
+        own_lo = g.e_alt[e] == ALT_UP
+        for a in range(4):
+            for b in range(4):
+                own, other = (a, b) if own_lo else (b, a)
+                P_direct[g.e_group[e] // (N_HYP * N_GTYPES), g.e_group[e] // N_GTYPES % N_HYP, lower, a, b] += \
+                    g.e_w[e] * min(q[own], q[other] + ADJACENT_PENALTY)
+    assert np.allclose(P, P_direct, atol=1e-3)
+    # The hypothesis cost takes the best colours of the tower's levels jointly.
+    S_ = S.reshape(81, N_HYP, N_GTYPES, 4)
+    levels = _chain_min(S_[:, :, G_LEVEL0:, :], P)
+    assert np.allclose(cost - rec._hyp_prior[None, :] - levels,
+                       S_[:, :, :G_LEVEL0 - 1, 0].sum(axis=2) + S_[:, :, G_LEVEL0 - 1, :].min(axis=2), atol=1e-3)
     # Rescoring a few cells from a previous result gives the same as scoring them afresh.
     visible2 = visible.copy()
     cells = np.array([0, 40, 80])
     visible2[np.isin(g.cell, cells)] = True
-    part = rec._score(Q, visible2, g, cells, (cost, S, cnt))
+    part = rec._score(Q, visible2, g, cells, (cost, S, cnt, P))
     full = rec._score(Q, visible2, g)
-    assert np.allclose(part[1], full[1], atol=1e-3) and np.allclose(part[0], full[0], atol=1e-3)
+    for a, b in zip(part, full):
+        assert np.allclose(a, b, atol=1e-3)
+
+
+def test_chain_of_levels_matches_brute_force():
+    """The levels' colours are chosen jointly (pairs of adjacent levels): the lowest
+    total and the per-level min-marginals equal trying every colouring."""
+    import itertools
+
+    from vision.blox import _chain_marginals, _chain_min
+
+    rng = np.random.default_rng(5)
+    U = rng.uniform(0, 5, (4, 5, 4))
+    P = rng.uniform(0, 5, (4, 4, 4, 4))
+    for k in range(4):
+        best = np.full((5, 4), np.inf)
+        for cs in itertools.product(range(4), repeat=5):
+            tot = sum(U[k, lv, cs[lv]] for lv in range(5)) + sum(P[k, lv, cs[lv], cs[lv + 1]] for lv in range(4))
+            for lv in range(5):
+                best[lv, cs[lv]] = min(best[lv, cs[lv]], tot)
+        assert _chain_min(U, P)[k] == pytest.approx(best.min())
+        assert np.allclose(_chain_marginals(U, P)[k], best)
 
 
 def test_under_a_hand_stands_at_most_one_block_more_than_was_read(cal_file):
@@ -387,3 +443,50 @@ def test_side_shading_is_not_swung_by_one_tower_with_few_probes(cal_file):
     assert np.all(single < 0.85) and np.any(single > DEFAULT_SIDE_SHADE + 0.01)
     many = estimate(np.arange(n2), 1.05)  # many towers agreeing: believed, bright sides and all
     assert np.all(np.abs(many[measured] - 1.05) < 0.05)
+
+
+
+def test_a_hidden_space_is_guessed_empty_only_when_the_evidence_points_there(tmp_path, monkeypatch):
+    """Spaces right behind a row of tall towers (an oblique camera) are not decided by
+    what is left of them. One whose evidence still points to an empty space with
+    posterior ``HIDDEN_GUESS_MIN`` is reported empty at ``HIDDEN_GUESS_CONF`` (a guess,
+    marked as one); one below it is reported occluded; a piece is never guessed, nor a
+    space of which nothing is seen (observation.md: ``occluded`` is what could not be
+    seen)."""
+    import vision.blox as vb
+    from calibration.render.textures import default_blox_colors
+
+    kit = load_kit()
+    seed = 5_320_000  # development seeds
+    setup = sc.sample_setup(kit, "blox", seed, model="cm3", tilt_deg=40.0, height_mm=520.0)
+    write_setup(setup, tmp_path / "setup", seed, lens_frames=6)
+    cells = [[None] * 9 for _ in range(9)]
+    for c in range(0, 9, 2):
+        cells[7][c] = {"tower": ["grey", "white", "purple", "black", "white"]}
+        cells[4][c] = {"tower": ["white", "purple", "grey", "black", "purple"]}
+    state = {"colors": default_blox_colors(), "cells": cells}
+    cond = sc.sample_conditions(seed + 1, "neutral", area=kit.area_mm("blox"), kit=kit)
+    d = write_scene(setup, [state], [cond], [seed + 1], tmp_path / "scene", setup_dir=tmp_path / "setup")
+    cal = calibration_from_dir(d / "calibration", "blox")
+    image = read_image(d / "frames" / "000000.jpg")
+
+    def read(guess_min: float) -> tuple[dict, dict]:
+        monkeypatch.setattr(vb, "HIDDEN_GUESS_MIN", guess_min)
+        rec = make_recognizer("blox", cal)
+        rec.process(image, 0.0, 0)
+        return rec.process(image, 1.5, 1), rec.last
+
+    strict, last = read(1.0)  # never guess: every undecided hidden cell is occluded
+    assert strict["stable"]
+    occ = {tuple(x) for x in strict["occluded"]}
+    assert occ and all(last["hidden_cell"][r, c] for r, c in occ)
+    empty_like = {(r, c) for r, c in occ if last["decision"][r, c] == 0 and last["square_visible"][r, c] > 0}
+    assert empty_like
+    loose, _ = read(0.0)  # guess every hidden cell whose evidence points to an empty space
+    assert loose["stable"]
+    assert {tuple(x) for x in loose["occluded"]} == occ - empty_like
+    for r, c in empty_like:
+        assert loose["state"]["cells"][r][c] is None
+        assert 0.0 < loose["cell_confidence"][r][c] <= vb.HIDDEN_GUESS_CONF
+    for r, c in occ - empty_like:  # a piece nothing shows clearly is not guessed
+        assert loose["state"]["cells"][r][c] is None and loose["cell_confidence"][r][c] is None

@@ -14,7 +14,9 @@ placement jitter never decides anything.
 A side face seen at a grazing angle moves far in the image when its block sits off
 centre: a side probe whose ray would leave its level's face if the face moved
 ``SIDE_TOL`` mm along its normal gets the small weight ``WEAK_SIDE_WEIGHT`` (``e_w``);
-every other entry weighs 1.
+every other entry weighs 1. Such a weak probe near an edge between two levels sees
+the level across that edge when a block sits a little off (``e_alt``): the recogniser
+scores it as telling the colour of one of the two levels.
 
 Where a probe's ray reaches the table beyond the board's edge (not a marker), a
 hypothesis that leaves it uncovered predicts the table's colour there (measured per frame
@@ -42,6 +44,10 @@ from vision.board import BoardView
 # table beyond the board's edge (a piece near the far edge is seen against it).
 UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE = range(9)
 N_SRC = 9
+# Which other level a side probe may see when the blocks sit off their nominal places
+# (``e_alt``): none (its face is robust, or the edge it is near is the board's or the
+# same block's top face), the level below, the level above.
+ALT_NONE, ALT_DOWN, ALT_UP = range(3)
 #: table points this far (mm) beyond the board's edge at least, away from the markers
 TABLE_MARGIN_MM = 2.0
 # Group types within one (cell, hypothesis): single-valued ones and the per-level ones.
@@ -77,6 +83,7 @@ class BloxGeometry:
     e_w: np.ndarray | None = None  # weight of each entry (side probes that placement jitter may spoil: less)
     table_pts: np.ndarray | None = None  # (K,2) pixels of table points around the board (its colour per frame)
     table_xy: np.ndarray | None = None  # (K,2) their board mm, clipped onto the board (where the light field lives)
+    e_alt: np.ndarray | None = None  # ALT_*: which neighbouring level a side entry may see instead (jitter)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +200,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
     px_l, cell_l, orient_l, cxy_l = [], [], [], []
-    e_p, e_src, e_group, e_w = [], [], [], []
+    e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
     base = 0
     W, H = view.intr.width, view.intr.height
@@ -219,7 +226,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
             ones = np.ones(N, np.float32)
-            labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(board_src, board_g, ones)]
+            none = np.zeros(N, np.int8)
+            labels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [(board_src, board_g, ones, none)]
             for h in range(1, hmax + 1):
                 src = board_src.copy()
                 grp = board_g.copy()
@@ -256,7 +264,16 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 src[side] = BLK_SIDE
                 grp[side] = G_LEVEL0 + level[side] - 1
                 orient = np.where(side, face - 1, orient)
-                labels.append((src, grp, wts))
+                # Such a probe sees the level across its nearer edge when a block sits a
+                # little off: it tells which colour is on one of two levels, and is scored
+                # so (a pair of levels). (Above the top level is the same block's top face,
+                # of the same colour; below the lowest, the board, which the shadow of the
+                # tower makes too easy an explanation of a side face: neither is paired.)
+                near_low = within < bh / 2
+                alt = np.where(near_low, np.where(level > 1, ALT_DOWN, ALT_NONE),
+                               np.where(level < h, ALT_UP, ALT_NONE)).astype(np.int8)
+                alt = np.where(side & ~robust, alt, np.int8(ALT_NONE)).astype(np.int8)
+                labels.append((src, grp, wts, alt))
             # Figure: the coloured top; rays through the clear body reach the board.
             src = board_src.copy()
             grp = board_g.copy()
@@ -279,10 +296,11 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             grp[cap] = G_FIG
             src[fside] = FIG_SIDE
             grp[fside] = G_FIG
-            labels.insert(FIGURE, (src, grp, ones))
-            for hyp, (src, grp, wts) in enumerate(labels):
+            labels.insert(FIGURE, (src, grp, ones, none))
+            for hyp, (src, grp, wts, alt) in enumerate(labels):
                 e_p.append(base + np.arange(N))
                 e_w.append(wts)
+                e_alt.append(alt)
                 e_src.append(src)
                 e_group.append((k * N_HYP + hyp) * N_GTYPES + grp)
             px_l.append(pts)
@@ -353,7 +371,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         np.concatenate(pair_mm).astype(np.float32) if pair_mm else np.zeros(0, np.float32),
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
         np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
-        txy,
+        txy, np.concatenate(e_alt).astype(np.int8),
     )
 
 

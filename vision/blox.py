@@ -37,7 +37,12 @@ How a frame is read (issue 8):
    scoring is vectorised over all cells and repeated until the decisions no longer
    change what is hidden (two or three rounds). A cell a nearer tower hides (too little
    of its square or of its decided piece visible) is read from what is left of it when
-   that decides it (posterior >= ``HIDDEN_MIN_CONF``), and reported occluded otherwise.
+   that decides it (posterior >= ``HIDDEN_MIN_CONF``). Otherwise, when that evidence
+   still points to an empty space (posterior >= ``HIDDEN_GUESS_MIN``, from some of the
+   space's own square seen past the nearer piece) the space is reported empty at
+   confidence ``HIDDEN_GUESS_CONF``, a guess marked as one; else (a piece needs
+   evidence: free colours fit whatever is seen past the nearer tower; and a cell of
+   which nothing is seen is not seen, observation.md) the cell is reported occluded.
 6. Side faces are darker than top faces by a factor that depends on the light. It is
    measured per frame and per face orientation from the towers themselves (a tower's
    top block shows its top face and its side faces in the same colour; towers with a
@@ -46,18 +51,25 @@ How a frame is read (issue 8):
    with it. Side probes that the blocks' placement jitter may
    move onto another level (a face seen at a grazing angle) count with a small weight
    (:mod:`vision._blox_geometry`): a level only they see is read at low confidence.
+   Such a probe near a level's edge sees the level across that edge when a block sits
+   a little off: it is scored as evidence that its colour is on one of the two levels
+   (a cost per pair of colours of adjacent levels, the neighbour's at a small price),
+   and a tower's level colours are chosen jointly along the tower (dynamic programming
+   over the levels; per-level confidences from the min-marginals).
 
 Stability (:mod:`vision.motion`): a frame is ``stable`` only when no hand is seen, no
 cell is occluded by a hand and the low-resolution motion gate has seen the scene still
 for ``stable_seconds`` (a cell hidden behind a tower for good does not stop commits:
-the referee keeps an occluded cell's committed content); a frame read exactly like the previous one tolerates a moderate
+it is guessed at low confidence or reported occluded, and the referee keeps such a
+cell's committed content); a frame read exactly like the previous one tolerates a moderate
 pixel change (pieces shivering) without restarting the clock.
 
 Confidence per cell (extra field ``cell_confidence``, 9x9, ``null`` for occluded cells)
 is the posterior of the chosen hypothesis times the lowest posterior of its block or
 figure colours. A level whose side faces cannot be seen at all (a tower straight under
-the camera) gets confidence 0.25: reported, not silently rounded. ``confidence`` is the
-lowest of them (observation.md).
+the camera) gets confidence 0.25: reported, not silently rounded; so does an empty
+space guessed behind nearer pieces (``HIDDEN_GUESS_CONF``).
+``confidence`` is the lowest of them (observation.md).
 """
 
 from __future__ import annotations
@@ -68,9 +80,9 @@ import cv2
 import numpy as np
 
 from vision import _blox_geometry as geo_mod
-from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN,
-                                   FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN,
-                                   BloxGeometry)
+from vision._blox_geometry import (ALT_DOWN, ALT_UP, BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
+                                   G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
+                                   N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN, BloxGeometry)
 from vision.board import BoardView, sample
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
 from vision.hands import HandDetector
@@ -91,12 +103,18 @@ SHADE_TOWER_PROBES = 10  # one tower's side probes count at most this much in th
 SHADE_PRIOR_PROBES = 8  # ... whose prior (DEFAULT_SIDE_SHADE) counts as this many probes
 HAND_CELL_COVER = 0.08  # a cell whose square is this much under a hand (grown by HAND_GROW_PX) is occluded
 HAND_GROW_PX = 5  # the hand mask is grown by this (low-res px, about 2.5 mm each) for its soft edge
+# A region this wide (low-res px, a third of a space) that only a mix of two board colours
+# explains is foreign (see vision.hands): pale skin can lie near a cream/purple mix.
+HAND_MIX_WIDTH_PX = 5
 GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
 PIECE_PRIOR = 1.5  # cost of any piece on a space (probe cost units): empty spaces are the rule
 LEVEL_PRIOR = 1.0  # cost of each free colour choice (a tower level, a figure)
+ADJACENT_PENALTY = 0.5  # cost of a weak side probe seeing the neighbouring level instead of its own
 MIN_LEVEL_WEIGHT = 0.3  # a level seen by less probe weight than this is not read (repeats the one above)
 MIN_OWN_VISIBLE = 6  # probes of a cell's decided hypothesis that must be seen ...
 HIDDEN_MIN_CONF = 0.9  # ... unless the visible evidence decides it with this posterior
+HIDDEN_GUESS_MIN = 0.6  # ... else one read as empty with this posterior is reported so, ...
+HIDDEN_GUESS_CONF = 0.25  # ... at this confidence (and any other is reported occluded)
 PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior when this many spaces agreed (no hand)
 
 
@@ -127,7 +145,8 @@ class Recognizer:
         keys = [f"space:{c}" for c in self.blocks if f"space:{c}" in self.colours.refs]
         keys += [k for k in ("chip",) if k in self.colours.refs]
         keys += [f"figure:{p}" for p in self.players if f"figure:{p}" in self.colours.refs]
-        self.hand_detector = HandDetector(self.view, self.colours, keys, grow_px=HAND_GROW_PX)
+        self.hand_detector = HandDetector(self.view, self.colours, keys, grow_px=HAND_GROW_PX,
+                                          mix_width_px=HAND_MIX_WIDTH_PX)
         self.gate = StabilityGate(stable_seconds)
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None
@@ -163,7 +182,9 @@ class Recognizer:
             # (the space, the chip), or one of four (a figure's or a level's colour); each
             # kind is summed on its own so the constant and single ones cost one pass.
             kind = np.where(g.e_src == UNKNOWN, 0, np.where(np.isin(g.e_src, (OWN, CHIP, OWN_BODY, TABLE)), 1, 2))
-            g.kind_ent = [np.nonzero(kind == j)[0] for j in range(3)]  # type: ignore[attr-defined]
+            # Side probes that may see the neighbouring level instead: a pair of levels (3).
+            kind = np.where((g.e_alt == ALT_UP) | (g.e_alt == ALT_DOWN), 3, kind)
+            g.kind_ent = [np.nonzero(kind == j)[0] for j in range(4)]  # type: ignore[attr-defined]
             g.kind_start = [np.searchsorted(g.e_cell[e], np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
                             for e in g.kind_ent]  # type: ignore[attr-defined]
             g.chip_ent = np.nonzero(g.e_src == CHIP)[0]  # type: ignore[attr-defined]
@@ -172,6 +193,11 @@ class Recognizer:
                                      & (g.e_gtype == G_LEVEL0 + g.e_hyp - 1))[0]
             # The probes each source is read at (sorted): only those are costed.
             g.src_probes = [np.unique(g.e_p[g.e_src == k]) for k in range(N_SRC)]  # type: ignore[attr-defined]
+            # Pairs of adjacent levels (level L and L + 1: pair L - 1) of each (cell, hypothesis).
+            lvl = g.e_gtype.astype(np.int64) - G_LEVEL0
+            pair = np.where(g.e_alt == ALT_DOWN, lvl - 1, lvl).clip(0, 3)
+            g.e_pair = (g.e_cell * N_HYP + g.e_hyp) * 4 + pair  # type: ignore[attr-defined]
+            g.e_upper = g.e_alt == ALT_DOWN  # type: ignore[attr-defined]  # the entry's level is the pair's upper one
             # Entries are stored cell by cell: where each cell's run starts.
             g.e_start = np.searchsorted(g.e_cell, np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
             s = self.kit.blox.space_mm
@@ -241,27 +267,35 @@ class Recognizer:
         return np.minimum(d2 * np.float32(1.0 / (2 * sigma * sigma)), np.float32(CAP))
 
     def _score(self, Q: np.ndarray, visible: np.ndarray, g: BloxGeometry, cells: np.ndarray | None = None,
-               prev: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Hypothesis costs (cells, N_HYP), group sums (cells, N_HYP, N_GTYPES, 4) and counts.
+               prev: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Hypothesis costs (cells, N_HYP), group sums (cells, N_HYP, N_GTYPES, 4), counts
+        and the pair sums of adjacent levels (cells, N_HYP, 4, 4 lower colour, 4 upper colour).
 
         With ``cells`` (and the previous result ``prev``) only those cells are rescored."""
         size = self.n * self.n * N_HYP * N_GTYPES
+        psize = self.n * self.n * N_HYP * 4
         if prev is None:
             S = np.zeros((size, 4))
             cnt = np.zeros(size)
+            P = np.zeros((psize, 4, 4))
         else:
             S = prev[1].reshape(size, 4).copy()
             cnt = prev[2].reshape(size).copy()
+            P = prev[3].reshape(psize, 4, 4).copy()
             for k in cells:  # type: ignore[union-attr]
                 a, b = k * N_HYP * N_GTYPES, (k + 1) * N_HYP * N_GTYPES
                 S[a:b] = 0
                 cnt[a:b] = 0
-        for kind in range(3):
+                P[k * N_HYP * 4:(k + 1) * N_HYP * 4] = 0
+        pen = np.float32(ADJACENT_PENALTY)
+        for kind in range(4):
             ent = g.kind_ent[kind]  # type: ignore[attr-defined]
             if cells is not None:
                 st = g.kind_start[kind]  # type: ignore[attr-defined]
                 ent = ent[np.concatenate([np.arange(st[k], st[k + 1]) for k in cells])]
             ent = ent[visible[g.e_p[ent]]]
+            if not len(ent):
+                continue
             grp, w = g.e_group[ent], g.e_w[ent]
             c = np.bincount(grp, weights=w, minlength=size)
             cnt += c
@@ -269,15 +303,31 @@ class Recognizer:
                 S += (UNKNOWN_COST * c)[:, None]
             elif kind == 1:
                 S += np.bincount(grp, weights=Q[0, g.e_idx[ent]] * w, minlength=size)[:, None]
-            else:
+            elif kind == 2:
                 c4 = Q[:, g.e_idx[ent]] * w[None, :]
                 for j in range(4):
                     S[:, j] += np.bincount(grp, weights=c4[j], minlength=size)
+            else:  # the level's colour, or its neighbour's: a cost per pair of colours
+                q = Q[:, g.e_idx[ent]]
+                own_other = np.minimum(q[:, None, :], q[None, :, :] + pen) * w[None, None, :]  # [own, other]
+                upper = g.e_upper[ent]  # type: ignore[attr-defined]
+                lo_hi = np.where(upper[None, None, :], own_other.transpose(1, 0, 2), own_other)
+                # One pass for the 16 pairs of colours: entry e adds to bin pair * 16 + a * 4 + b.
+                pg = g.e_pair[ent]  # type: ignore[attr-defined]
+                bins = (pg[:, None] * 16 + np.arange(16)[None, :]).ravel()
+                sums = np.bincount(bins, weights=lo_hi.reshape(16, -1).T.ravel(), minlength=psize * 16)
+                P += sums.reshape(psize, 4, 4)
         S = S.reshape(self.n * self.n, N_HYP, N_GTYPES, 4)
         cnt = cnt.reshape(self.n * self.n, N_HYP, N_GTYPES)
-        cost = S[:, :, G_UNKNOWN, 0] + S[:, :, G_OWN, 0] + S[:, :, G_CHIP, 0] + S[:, :, G_FIG, :].min(axis=2)
-        cost = cost + S[:, :, G_LEVEL0:, :].min(axis=3).sum(axis=2) + self._hyp_prior[None, :]
-        return cost, S, cnt
+        P = P.reshape(self.n * self.n, N_HYP, 4, 4, 4)
+        # Only the rescored cells' costs change (the levels' chain is the dearest part).
+        rows = np.arange(self.n * self.n) if cells is None else np.asarray(cells)
+        cost = np.zeros((self.n * self.n, N_HYP)) if prev is None else prev[0].copy()
+        Sr = S[rows]
+        c = Sr[:, :, G_UNKNOWN, 0] + Sr[:, :, G_OWN, 0] + Sr[:, :, G_CHIP, 0] + Sr[:, :, G_FIG, :].min(axis=2)
+        c[:, 1:FIGURE] += _chain_min(Sr[:, 1:FIGURE, G_LEVEL0:, :], P[rows, 1:FIGURE])  # towers only have levels
+        cost[rows] = c + self._hyp_prior[None, :]
+        return cost, S, cnt, P
 
     @staticmethod
     def _top_mm(decision: np.ndarray, blocked: np.ndarray, kit: Any, blocked_top: np.ndarray | None = None) -> np.ndarray:
@@ -326,7 +376,7 @@ class Recognizer:
         """Decide every cell, then re-decide the cells whose probes the decided solids of
         nearer cells hide, until nothing more changes."""
         visible = seen
-        cost, S, cnt = self._score(Q, visible, g)
+        cost, S, cnt, P = self._score(Q, visible, g)
         decision = np.argmin(cost, axis=1)
         for _ in range(5):
             hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
@@ -335,9 +385,9 @@ class Recognizer:
             visible = new_visible
             if len(changed) == 0:
                 break
-            cost, S, cnt = self._score(Q, visible, g, changed, (cost, S, cnt))
+            cost, S, cnt, P = self._score(Q, visible, g, changed, (cost, S, cnt, P))
             decision = np.argmin(cost, axis=1)
-        return decision, visible, cost, S, cnt
+        return decision, visible, cost, S, cnt, P
 
     def _learn_chip(self, lab_top: np.ndarray, visible: np.ndarray, decision: np.ndarray, g: BloxGeometry) -> float:
         """The chips' colour as seen on this table: the kit gives only a nominal colour
@@ -436,7 +486,7 @@ class Recognizer:
 
         table_lab = self._table_colour(traw, balance, hands, g)
         Q = self._probe_costs(lab_top, lin_n, g, table_lab)
-        decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
+        decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
             self._estimate_side_shade(lin_n, visible, decision, g)
@@ -444,7 +494,7 @@ class Recognizer:
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
                 Q = self._probe_costs(lab_top, lin_n, g, table_lab)
-                decision, visible, cost, S, cnt = self._decide(Q, seen, hand_cells, g)
+                decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
         # Hands: cells under a hand, or whose evidence a hand hides, are not read.
@@ -472,7 +522,9 @@ class Recognizer:
 
         # Colour choices of every group of the decided hypotheses, at once.
         ks = np.arange(n * n)
-        S_dec = S[ks, decision]  # (cells, N_GTYPES, 4)
+        S_dec = S[ks, decision].copy()  # (cells, N_GTYPES, 4)
+        # A level's colour costs: its min-marginals along the tower (pairs of adjacent levels).
+        S_dec[:, G_LEVEL0:, :] = _chain_marginals(S_dec[:, G_LEVEL0:, :], P[ks, decision])
         best = np.argmin(S_dec, axis=2)
         col_conf = confidence_from_costs(S_dec / COLOUR_TEMPERATURE, 1.0)
         seen_w = cnt[ks, decision]
@@ -507,10 +559,18 @@ class Recognizer:
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
             if undecided[k]:
-                cells[r][c] = None
-                occluded.append([r, c])
-                conf[r, c] = np.nan
-                continue
+                if h != EMPTY or hyp_conf[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0:
+                    # What is left of it argues for several readings, or for a piece that
+                    # nothing shows clearly (free colours fit whatever is seen past the
+                    # nearer tower): not read.
+                    cells[r][c] = None
+                    occluded.append([r, c])
+                    conf[r, c] = np.nan
+                    continue
+                # Hidden behind nearer pieces, and nothing left of it shows a piece: an
+                # empty space (the priors' reading), at a confidence no one acts on (the
+                # referee keeps a doubtful cell's committed content).
+                cc = min(cc, HIDDEN_GUESS_CONF)
             conf[r, c] = cc
         same = self._prev_cells is not None and self._prev_cells == cells
         self._prev_cells = cells
@@ -521,7 +581,7 @@ class Recognizer:
         self.last = {"decision": decision.reshape(n, n), "hyp_conf": hyp_conf.reshape(n, n), "balance": balance,
                      "hands": hands, "side_shade": self.side_shade.copy(), "counts": cnt[np.arange(n * n), decision], "motion": motion, "pose": check.status.value,
                      "hand_cells": hand_cells.reshape(n, n), "hand_hidden": hand_hidden.reshape(n, n),
-                     "hidden_cell": hidden_cell.reshape(n, n)}
+                     "hidden_cell": hidden_cell.reshape(n, n), "square_visible": square_visible.reshape(n, n)}
         return self._observation(index, t, stable, occluded, cells, conf,
                                  extra={"pose": check.status.value} if check.status.value != "ok" else None)
 
@@ -595,6 +655,28 @@ class Recognizer:
                 else:
                     cv2.drawMarker(out, pc, bgr.get(cell["figure"], (255, 255, 255)), cv2.MARKER_DIAMOND, 12, 2)
         return out
+
+
+def _chain_min(U: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Lowest total cost over the levels' colours of a tower: unary costs ``U`` (..., L, 4)
+    and costs ``P`` (..., L - 1, 4, 4) of each pair of adjacent levels (lower, upper)."""
+    F = U[..., 0, :]
+    for lv in range(1, U.shape[-2]):
+        F = U[..., lv, :] + (F[..., :, None] + P[..., lv - 1, :, :]).min(axis=-2)
+    return F.min(axis=-1)
+
+
+def _chain_marginals(U: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Min-marginals (..., L, 4) of :func:`_chain_min`: per level and colour, the lowest
+    total cost of a tower with that colour on that level."""
+    L = U.shape[-2]
+    F = [U[..., 0, :]]
+    for lv in range(1, L):
+        F.append(U[..., lv, :] + (F[-1][..., :, None] + P[..., lv - 1, :, :]).min(axis=-2))
+    B = [np.zeros_like(U[..., 0, :])] * L
+    for lv in range(L - 2, -1, -1):
+        B[lv] = (P[..., lv, :, :] + (U[..., lv + 1, :] + B[lv + 1])[..., None, :]).min(axis=-1)
+    return np.stack([f + b for f, b in zip(F, B)], axis=-2)
 
 
 def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float = 1.04) -> np.ndarray:

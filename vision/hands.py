@@ -17,8 +17,12 @@ chip, but a whole hand is never all piece colours). Without ``space:`` reference
 (games without a board colour map) every reference counts as board colour. The work is done on a low-resolution copy of the part of the frame around
 the board (about 0.5 px per mm), so it costs about a millisecond.
 
-API: ``HandDetector(view, colours, reference_keys=None, *, grow_px=7, ...)`` (``grow_px``:
-how much the mask is grown, in low-res pixels, for a hand's soft edge); ``detect(frame, balance)
+A mix of two board colours is only ever a thin band where they meet; with
+``mix_width_px`` a region at least that wide (low-res pixels) that only such a mix
+explains is foreign too (pale skin can lie near a mix of cream and purple spaces).
+
+API: ``HandDetector(view, colours, reference_keys=None, *, grow_px=7, mix_width_px=None, ...)``
+(``grow_px``: how much the mask is grown, in low-res pixels, for a hand's soft edge); ``detect(frame, balance)
 -> Hands`` with ``mask`` (low-res bool image), ``any``, ``cell_cover`` ((n,n) covered
 fraction of each cell's board square, or None without a grid), ``covered(px)`` (are
 frame pixels under a hand) and ``cover_of_points(pts_mm)``.
@@ -83,7 +87,7 @@ class HandDetector:
     def __init__(self, view: BoardView, colours: ColourModel, reference_keys: list[str] | None = None, *,
                  px_per_mm: float = 0.4, chroma_tol: float = 0.055, min_area_cells: float = 0.6,
                  dark: float = 0.05, margin_mm: float = 10.0, height_mm: float = 80.0,
-                 large_cells: float = 1.2, grow_px: int = 7) -> None:
+                 large_cells: float = 1.2, grow_px: int = 7, mix_width_px: int | None = None) -> None:
         self.view = view
         self.colours = colours
         keys = reference_keys or list(colours.refs)
@@ -102,8 +106,16 @@ class HandDetector:
         board_pts = np.array([chromaticity(colours.ref_lin[k]) for k in board], np.float32)
         if len(board_pts):
             d_board = np.minimum(d_board, ((grid[:, None, :] - board_pts[None]) ** 2).sum(axis=2).min(axis=1))
-        d_all = np.minimum(d_board, ((grid[:, None, :] - self.points[None]) ** 2).sum(axis=2).min(axis=1))
+        d_pure = ((grid[:, None, :] - self.points[None]) ** 2).sum(axis=2).min(axis=1)
+        d_all = np.minimum(d_board, d_pure)
         self._lut = d_all.reshape(q + 1, q + 1).astype(np.float32)
+        # Distance to one colour alone (for mix_width_px): any kit colour, or a board
+        # colour whitened by glare (glare adds the light's white: that is no mix of two
+        # spaces either).
+        white = np.full(3, 1 / 3, np.float32)
+        for p in board_pts:
+            d_pure = np.minimum(d_pure, _seg_dist(grid, p, white) ** 2)
+        self._lut_unmixed = d_pure.reshape(q + 1, q + 1).astype(np.float32)
         # Without board colours (no ``space:`` references) every reference counts as "board".
         self._lut_board = d_board.reshape(q + 1, q + 1).astype(np.float32) if board else self._lut
         self.px_per_mm = px_per_mm
@@ -111,6 +123,7 @@ class HandDetector:
         self.min_area_cells = min_area_cells
         self.large_cells = large_cells
         self.grow_px = grow_px
+        self.mix_width_px = mix_width_px
         self.dark = dark
         self.margin_mm = margin_mm
         self.height_mm = height_mm
@@ -192,6 +205,16 @@ class HandDetector:
         notboard = np.zeros(g.small[0] * g.small[1], bool)
         notboard[idx] = (self._lut_board[iu, iv] > tol2) & lit
         shape = (g.small[1], g.small[0])
+        if self.mix_width_px:
+            # A mix of two board colours is only ever a thin band where two spaces (or
+            # a block's edge and a space) meet; a region wide across that no single kit
+            # colour explains is foreign (pale skin lies near a cream/pink mix).
+            mix = np.zeros(g.small[0] * g.small[1], np.uint8)
+            mix[idx] = (self._lut_unmixed[iu, iv] > tol2) & lit & ~bad[idx]
+            k = int(self.mix_width_px)
+            wide = cv2.morphologyEx(mix.reshape(shape), cv2.MORPH_OPEN, np.ones((k, k), np.uint8)).astype(bool)
+            bad = bad | wide.ravel()
+            notboard = notboard | wide.ravel()
         return bad.reshape(shape), notboard.reshape(shape), g
 
     def detect(self, frame: np.ndarray, balance: FrameBalance) -> Hands:
