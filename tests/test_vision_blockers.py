@@ -11,17 +11,13 @@ import cv2
 import numpy as np
 import pytest
 
-from calibration.camera import default_intrinsics
 from calibration.kit import load_kit
-from calibration.pose import estimate_pose
 from calibration.render import scene as sc
 from calibration.render import states as st
-from calibration.store import Calibration
-from calibration.survey import survey
 from vision import make_recognizer
 from vision.blockers import Recognizer, edition_symbols, score
 from vision.evaluate import calibration_from_dir, load_fixture
-from vision_helpers import jpeg_round_trip, read_still
+from vision_helpers import jpeg_round_trip, read_still, user_calibration
 from vision.glyphs import CANVAS, KNOWN_SYMBOLS, GlyphBank, _symbol_glyph, normalise_ink
 
 FIXTURES = Path(__file__).parent / "fixtures" / "blockers"
@@ -53,19 +49,10 @@ def test_committed_fixtures(name: str) -> None:
         assert len(cc) == 9 and all(len(row) == 9 for row in cc)
 
 
-def _calibrated(seed: int, model: str) -> tuple[sc.SetUp, Calibration]:
-    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
-    cond = sc.sample_conditions(seed, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
-    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "blockers"), cond, seed).image, 95)
-    intr = default_intrinsics(model, board.shape[1], board.shape[0])
-    pose = estimate_pose(board, KIT, "blockers", intr, min_markers=4)
-    return setup, Calibration(game="blockers", camera=intr, camera_model=model, kit=KIT, pose=pose,
-                              survey=survey(board, KIT, "blockers", pose, intr))
-
-
 @pytest.fixture(scope="module")
 def full_board():
-    setup, cal = _calibrated(9_201, "cm3")
+    setup = sc.sample_setup(KIT, "blockers", 9_201, model="cm3")
+    cal = user_calibration(setup, "blockers", 9_201, KIT)
     state = st.blockers_state(KIT, np.random.default_rng(9_202), tiles=81)
     return setup, cal, state
 
@@ -218,7 +205,8 @@ MIDDLE_SKIN = (214, 160, 128)
 
 @pytest.fixture(scope="module")
 def webcam_board():
-    setup, cal = _calibrated(9_251, "webcam")
+    setup = sc.sample_setup(KIT, "blockers", 9_251, model="webcam")
+    cal = user_calibration(setup, "blockers", 9_251, KIT)
     return setup, cal, st.blockers_state(KIT, np.random.default_rng(9_202), tiles=40)
 
 

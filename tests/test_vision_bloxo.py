@@ -10,17 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.camera import default_intrinsics
 from calibration.kit import load_kit
-from calibration.pose import estimate_pose
 from calibration.render import scene as sc
 from calibration.render import states as st
-from calibration.store import Calibration
-from calibration.survey import survey
 from vision import make_recognizer
 from vision.bloxo import Recognizer, score
 from vision.evaluate import calibration_from_dir, load_fixture
-from vision_helpers import jpeg_round_trip, read_still
+from vision_helpers import jpeg_round_trip, read_still, user_calibration
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bloxo"
 KIT = load_kit()
@@ -30,13 +26,7 @@ KIT = load_kit()
 def rendered_setup():
     """A webcam set-up and the calibration a user would make from its empty table."""
     setup = sc.sample_setup(KIT, "bloxo", 9_101, model="webcam")
-    cond = sc.sample_conditions(9_101, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
-    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, 9_101).image, 95)
-    intr = default_intrinsics("webcam", board.shape[1], board.shape[0])
-    pose = estimate_pose(board, KIT, "bloxo", intr, min_markers=4)
-    cal = Calibration(game="bloxo", camera=intr, camera_model="webcam", kit=KIT, pose=pose,
-                      survey=survey(board, KIT, "bloxo", pose, intr))
-    return setup, cal
+    return setup, user_calibration(setup, "bloxo", 9_101, KIT)
 
 
 def _render(setup, state, preset: str, seed: int) -> tuple[np.ndarray, dict]:
@@ -427,12 +417,7 @@ def test_a_dark_arm_in_a_one_sided_light_is_a_hand(height: float) -> None:
     table colour, and no card's shape is that large. The frame is never committed.
     (The code before this test committed it.)"""
     setup = sc.sample_setup(KIT, "bloxo", 9_201, model="cm3")
-    cond = sc.sample_conditions(9_201, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
-    board = jpeg_round_trip(sc.render_frame(setup, st.empty_state(KIT, "bloxo"), cond, 9_201).image, 95)
-    intr = default_intrinsics("cm3", board.shape[1], board.shape[0])
-    pose = estimate_pose(board, KIT, "bloxo", intr, min_markers=4)
-    cal = Calibration(game="bloxo", camera=intr, camera_model="cm3", kit=KIT, pose=pose,
-                      survey=survey(board, KIT, "bloxo", pose, intr))
+    cal = user_calibration(setup, "bloxo", 9_201, KIT)
     w, h = KIT.area_mm("bloxo")
     state = st.random_state(KIT, "bloxo", np.random.default_rng(9_202))
     cond = sc.sample_conditions(9_241, "one-sided", area=(w, h), kit=KIT)
