@@ -567,8 +567,8 @@ class Recognizer:
                     occluded.append([r, c])
                     conf[r, c] = np.nan
                     continue
-                # Hidden behind nearer pieces, and nothing left of it shows a piece: an
-                # empty space (the priors' reading), at a confidence no one acts on (the
+                # Hidden behind nearer pieces, and what is seen of its own square shows
+                # an empty space: reported so, at a confidence no one acts on (the
                 # referee keeps a doubtful cell's committed content).
                 cc = min(cc, HIDDEN_GUESS_CONF)
             conf[r, c] = cc
@@ -657,22 +657,26 @@ class Recognizer:
         return out
 
 
-def _chain_min(U: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Lowest total cost over the levels' colours of a tower: unary costs ``U`` (..., L, 4)
-    and costs ``P`` (..., L - 1, 4, 4) of each pair of adjacent levels (lower, upper)."""
-    F = U[..., 0, :]
+def _chain_forward(U: np.ndarray, P: np.ndarray) -> list[np.ndarray]:
+    """Per level (..., 4): the lowest cost of the levels up to it with each colour on it,
+    for unary costs ``U`` (..., L, 4) and costs ``P`` (..., L - 1, 4, 4) of each pair of
+    adjacent levels (lower, upper)."""
+    F = [U[..., 0, :]]
     for lv in range(1, U.shape[-2]):
-        F = U[..., lv, :] + (F[..., :, None] + P[..., lv - 1, :, :]).min(axis=-2)
-    return F.min(axis=-1)
+        F.append(U[..., lv, :] + (F[-1][..., :, None] + P[..., lv - 1, :, :]).min(axis=-2))
+    return F
+
+
+def _chain_min(U: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Lowest total cost over the levels' colours of a tower (see :func:`_chain_forward`)."""
+    return _chain_forward(U, P)[-1].min(axis=-1)
 
 
 def _chain_marginals(U: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Min-marginals (..., L, 4) of :func:`_chain_min`: per level and colour, the lowest
     total cost of a tower with that colour on that level."""
     L = U.shape[-2]
-    F = [U[..., 0, :]]
-    for lv in range(1, L):
-        F.append(U[..., lv, :] + (F[-1][..., :, None] + P[..., lv - 1, :, :]).min(axis=-2))
+    F = _chain_forward(U, P)
     B = [np.zeros_like(U[..., 0, :])] * L
     for lv in range(L - 2, -1, -1):
         B[lv] = (P[..., lv, :, :] + (U[..., lv + 1, :] + B[lv + 1])[..., None, :]).min(axis=-1)

@@ -45,6 +45,7 @@ import cv2
 import numpy as np
 
 from calibration.colour import srgb_lut, srgb_to_linear
+from vision.colours import segment_distance
 
 _LUT = srgb_lut()
 _LUT3 = np.ascontiguousarray(np.repeat(_LUT[:, None], 3, axis=1)).reshape(1, 256, 3)
@@ -844,8 +845,7 @@ def _arms_by_level(dark_frac: np.ndarray, size: tuple[int, int], min_area_mm2: f
             off = float(np.linalg.norm(c - tch)) > chroma_tol
             if inner[j]:
                 # a glare spot is the table's colour mixed with the light's white
-                t = float(np.clip((c - tch) @ (white - tch) / max(float((white - tch) @ (white - tch)), 1e-9), 0, 1))
-                off = off and float(np.linalg.norm(c - (tch + t * (white - tch)))) > chroma_tol
+                off = off and float(segment_distance(c[None], tch, white)[0]) > chroma_tol
             keep[j] = off
     return keep[labels]
 

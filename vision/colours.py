@@ -91,6 +91,15 @@ def chromaticity(lin_rgb: np.ndarray) -> np.ndarray:
     return a / np.maximum(a.sum(axis=-1, keepdims=True), np.float32(1e-6))
 
 
+def segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance of each point of ``p`` (N, 3) from the segment a-b: for chromaticities,
+    how far a colour is from every mix of colours ``a`` and ``b`` (two prints meeting
+    at an edge, or a colour whitened by glare toward neutral)."""
+    ab = np.asarray(b, np.float64) - a
+    t = np.clip(((p - a) @ ab) / max(float(ab @ ab), 1e-12), 0, 1)
+    return np.linalg.norm(p - (a + t[:, None] * ab), axis=1)
+
+
 @dataclass
 class FrameBalance:
     """This frame's light relative to the survey: channel gains and a quadratic light field."""

@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 
 from vision.board import BoardView
-from vision.colours import LINEAR_LUT, ColourModel, FrameBalance, chromaticity
+from vision.colours import LINEAR_LUT, ColourModel, FrameBalance, chromaticity, segment_distance
 
 
 @dataclass
@@ -75,12 +75,6 @@ class _Geometry:
     inside_idx: np.ndarray  # flat indices of the inside pixels
 
 
-def _seg_dist(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ab = b - a
-    t = np.clip(((p - a) @ ab) / max(float(ab @ ab), 1e-12), 0, 1)
-    return np.linalg.norm(p - (a + t[:, None] * ab), axis=1)
-
-
 class HandDetector:
     """Find hands over the board (see the module docstring)."""
 
@@ -102,7 +96,7 @@ class HandDetector:
         grid = np.column_stack([gr.ravel(), gg.ravel(), 1 - gr.ravel() - gg.ravel()])
         d_board = np.full(len(grid), np.inf)
         for a, b in self.segments:
-            d_board = np.minimum(d_board, _seg_dist(grid, a, b) ** 2)
+            d_board = np.minimum(d_board, segment_distance(grid, a, b) ** 2)
         board_pts = np.array([chromaticity(colours.ref_lin[k]) for k in board], np.float32)
         if len(board_pts):
             d_board = np.minimum(d_board, ((grid[:, None, :] - board_pts[None]) ** 2).sum(axis=2).min(axis=1))
@@ -114,7 +108,7 @@ class HandDetector:
         # spaces either).
         white = np.full(3, 1 / 3, np.float32)
         for p in board_pts:
-            d_pure = np.minimum(d_pure, _seg_dist(grid, p, white) ** 2)
+            d_pure = np.minimum(d_pure, segment_distance(grid, p, white) ** 2)
         self._lut_unmixed = d_pure.reshape(q + 1, q + 1).astype(np.float32)
         # Without board colours (no ``space:`` references) every reference counts as "board".
         self._lut_board = d_board.reshape(q + 1, q + 1).astype(np.float32) if board else self._lut

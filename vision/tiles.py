@@ -31,6 +31,7 @@ import numpy as np
 
 from calibration.colour import srgb_to_linear
 from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
+from vision.colours import segment_distance
 from vision.glyphs import GlyphBank, GlyphMatch, ink_boxes, normalise_ink
 
 PPM = 2.0
@@ -137,9 +138,7 @@ class TileReader:
         d_board = np.linalg.norm(ch - self.board_chroma, axis=1)
         d_tile = np.min(np.linalg.norm(ch[:, None, :] - self.refs.chroma[None], axis=2), axis=1)
         # glare on the clear plastic adds white light: the paper's colour moves toward neutral
-        seg = np.full(3, 1 / 3) - self.board_chroma
-        tpar = np.clip(((ch - self.board_chroma) @ seg) / float(seg @ seg), 0, 1)
-        whitish = np.linalg.norm(ch - (self.board_chroma + tpar[:, None] * seg), axis=1) < 0.06
+        whitish = segment_distance(ch, self.board_chroma, np.full(3, 1 / 3)) < 0.06
         # per space, vectorised: the tile's colour and brightness from its saturated,
         # un-inked pixels; then the ink, far darker than the tile's own brightness
         good = (sat > 0.6 * p70[:, None]) & (lum > 0.5 * lum_hi[:, None])
