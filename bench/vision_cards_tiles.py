@@ -1,7 +1,7 @@
 """Bloxo card and Blockers! tile recognition (issue 9): accuracy on freshly rendered
 scenes and time per frame on one core.
 
-    python bench/vision_cards_tiles.py [--setups 3] [--seed 7000000] [--speed-only]
+    python bench/vision_cards_tiles.py [--setups 3] [--seed 7000000] [--speed-only] [--games bloxo,blockers] [--out FILE]
 
 Accuracy: for every camera set-up (seeded; camera models cycle webcam, cm3,
 cm3-wide) and every conditions preset of ``calibration.render.PRESETS`` (all the
@@ -218,10 +218,18 @@ def main() -> int:
     ap.add_argument("--setups", type=int, default=3, help="camera set-ups per game (x 11 presets)")
     ap.add_argument("--seed", type=int, default=7_000_000, help="first seed (fresh scenes)")
     ap.add_argument("--speed-only", action="store_true")
+    ap.add_argument("--games", default="bloxo,blockers", help="comma-separated: bloxo, blockers")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "vision_cards_tiles.json",
+                    help="results file (default bench/results/vision_cards_tiles.json)")
     args = ap.parse_args()
+    games = set(args.games.split(","))
+    if not games <= {"bloxo", "blockers"}:
+        ap.error(f"unknown game in --games: {', '.join(sorted(games - {'bloxo', 'blockers'}))}")
     cv2.setNumThreads(1)
     out: dict = {"speed": [], "accuracy": {}}
     for game, items, model in (("bloxo", 30, "webcam"), ("blockers", 81, "cm3")):
+        if game not in games:
+            continue
         s = speed(game, items, args.seed + 900, model)
         out["speed"].append(s)
         cold = "" if s["cpu_ms_median_no_reuse"] is None else \
@@ -236,6 +244,8 @@ def main() -> int:
               f"load average {s['load_average'][0]:.1f}; errors {s['read_errors']}")
     if not args.speed_only:
         for game, base in (("bloxo", args.seed), ("blockers", args.seed + 500)):
+            if game not in games:
+                continue
             t0 = time.perf_counter()
             acc = accuracy(game, args.setups, base)
             acc["seconds"] = round(time.perf_counter() - t0, 1)
@@ -248,7 +258,7 @@ def main() -> int:
             for cond, m in acc["by_condition"].items():
                 bad = {k: tuple(v) for k, v in m.items() if v[0]}
                 print(f"    {cond:12s} {bad if bad else 'no errors'}")
-    res = Path(__file__).resolve().parent / "results" / "vision_cards_tiles.json"
+    res = args.out
     res.parent.mkdir(parents=True, exist_ok=True)
     if args.speed_only and res.exists():
         # a speed run replaces the speed figures only, not the recorded accuracy
