@@ -8,6 +8,8 @@ bench/vision_blox.py on unseen seeds and reported there.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import subprocess
 import sys
@@ -490,3 +492,19 @@ def test_a_hidden_space_is_guessed_empty_only_when_the_evidence_points_there(tmp
         assert 0.0 < loose["cell_confidence"][r][c] <= vb.HIDDEN_GUESS_CONF
     for r, c in occ - empty_like:  # a piece nothing shows clearly is not guessed
         assert loose["state"]["cells"][r][c] is None and loose["cell_confidence"][r][c] is None
+
+    # A hand over the board: nothing is guessed while it is there (issue 8: nothing is
+    # guessed for cells under a hand, and its edge is found only roughly).
+    hand = sc.Hand(target=(170.0, 120.0), height=120.0, side="near", radius=38.0)
+    hand_cond = dataclasses.replace(cond, hands=[hand])
+    d2 = write_scene(setup, [state], [hand_cond], [seed + 2], tmp_path / "hand", setup_dir=tmp_path / "setup")
+    hand_image = read_image(d2 / "frames" / "000000.jpg")
+    monkeypatch.setattr(vb, "HIDDEN_GUESS_MIN", 0.0)
+    rec = make_recognizer("blox", cal)
+    obs = rec.process(hand_image, 0.0, 0)
+    assert rec.last["hands"].any and not obs["stable"]
+    guessed = [(r, c) for r in range(9) for c in range(9)
+               if obs["cell_confidence"][r][c] is not None and obs["cell_confidence"][r][c] <= vb.HIDDEN_GUESS_CONF
+               and rec.last["hidden_cell"][r, c]]
+    assert not guessed
+    assert empty_like & {tuple(x) for x in obs["occluded"]}  # the spaces guessed on the still board

@@ -43,6 +43,8 @@ How a frame is read (issue 8):
    confidence ``HIDDEN_GUESS_CONF``, a guess marked as one; else (a piece needs
    evidence: free colours fit whatever is seen past the nearer tower; and a cell of
    which nothing is seen is not seen, observation.md) the cell is reported occluded.
+   No such guess is made while a hand is over the board (nothing is guessed near a
+   hand, whose edge the detector finds only roughly).
 6. Side faces are darker than top faces by a factor that depends on the light. It is
    measured per frame and per face orientation from the towers themselves (a tower's
    top block shows its top face and its side faces in the same colour; towers with a
@@ -559,10 +561,12 @@ class Recognizer:
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
             if undecided[k]:
-                if h != EMPTY or hyp_conf[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0:
+                if h != EMPTY or hyp_conf[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0 or hands.any:
                     # What is left of it argues for several readings, or for a piece that
                     # nothing shows clearly (free colours fit whatever is seen past the
-                    # nearer tower): not read.
+                    # nearer tower): not read. Nor while a hand is over the board: the
+                    # hand may be what hides the rest of it, past the edge the detector
+                    # found.
                     cells[r][c] = None
                     occluded.append([r, c])
                     conf[r, c] = np.nan
