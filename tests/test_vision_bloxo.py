@@ -427,3 +427,107 @@ def test_a_dark_arm_in_a_one_sided_light_is_a_hand(height: float) -> None:
     obs = read_still(Recognizer(cal), jpeg_round_trip(r.image))
     assert obs["stable"] is False
     assert score(r.truth, obs)["occlusion_missed"][0] == 0
+
+
+def test_further_looks_are_skipped_only_when_whole_cards_explain_every_face(rendered_setup) -> None:
+    """The second and third looks of a full read find shapes the first one missed;
+    they are skipped when the first look's shapes make whole cards on the grid that
+    cover every pixel of card face (_explained), and the reading is then exactly what
+    looking again gives. A shape missing (a partial position) or a whole card missing
+    (its face unexplained) means looking again."""
+    setup, cal = rendered_setup
+    state = st.bloxo_state(KIT, np.random.default_rng(9_221), cards=8)
+    img, truth = _render(setup, state, "neutral", 9_222)
+    rec, always = Recognizer(cal), Recognizer(cal)
+    always.reader.EXPLAINED_TOLERANCE = -1.0  # never explained: always look again
+    seen = []
+    real = rec.reader._explained
+
+    def watched(blobs, dark):
+        seen.append((list(blobs), dark.copy(), rec.reader._offset))
+        return real(blobs, dark)
+
+    rec.reader._explained = watched
+    obs = read_still(rec, img)
+    assert rec.reader.looks_skipped == 1 and always.reader.looks_skipped == 0  # (the second frame: the same)
+    assert obs == read_still(always, img)
+    assert score(truth, obs)["quadrant_shape"] == (0, 32) and not obs["occluded"]
+    blobs, dark, offset = seen[-1]
+    rec.reader._offset = offset
+    assert real(blobs, dark)
+    card = rec.reader._assemble(blobs, 1.0).cards[0]
+    assert not real([b for b in blobs if all(b is not q for q in card.quads)], dark)  # its face unexplained
+    assert not real([b for b in blobs if b is not card.quads[0]], dark)  # three shapes: a partial position
+
+
+def test_outline_known_whole_without_tracing_is_whole_when_traced(rendered_setup) -> None:
+    """_prepare calls a shape's outline whole (not traced) only where tracing it
+    (outline_extents) finds it whole: large enough and clear of the image's edge."""
+    from vision.cards import COARSE_PPM, UPSAMPLE, outline_extents
+
+    setup, cal = rendered_setup
+    state = st.bloxo_state(KIT, np.random.default_rng(9_231), cards=14)
+    rec = Recognizer(cal)
+    reader = rec.reader
+    real = reader._prepare
+    checked = [0, 0]
+
+    def watched(ids, labels, stats, cents, dark, linb, s, gains, face_level):
+        prep = real(ids, labels, stats, cents, dark, linb, s, gains, face_level)
+        ids_all = np.array(sorted(prep))
+        count, edge = outline_extents(s, labels, ids_all, stats[ids_all, :4], np.array([prep[i][5] for i in ids_all]),
+                                      face_level)
+        for i, c, e in zip(ids_all, count, edge):
+            traced_whole = c > 0 and not e and c / (UPSAMPLE * COARSE_PPM) ** 2 >= reader.area_lo
+            checked[0] += prep[i][8]
+            checked[1] += not prep[i][8]
+            assert traced_whole or not prep[i][8], i
+        return prep
+
+    reader._prepare = watched
+    for preset, seed in (("neutral", 9_232), ("defocus", 9_233), ("motion", 9_234), ("hands", 9_235)):
+        img, _ = _render(setup, state, preset, seed)
+        read_still(rec, img)
+    assert checked[0] > 100 and checked[1] > 0  # most known whole, some left to the trace
+
+
+def test_box_means_are_the_one_at_a_time_means() -> None:
+    """_box_means (every grid position of _covered_unread at once) gives what
+    _box_mean (pixels) and _square_cover (mm) give one box at a time; NaN for a box
+    with nothing of the image in it (where _square_cover says 0)."""
+    import cv2
+
+    from vision.cards import FOREIGN_STEP_MM, _box_mean, _box_means, _square_cover
+
+    rng = np.random.default_rng(12)
+    m = rng.random((50, 70)) < 0.4
+    integral = cv2.integral(m.view(np.uint8))
+    y, x, half = rng.uniform(-40, 90, 400), rng.uniform(-40, 110, 400), rng.uniform(1, 30, 400)
+    got = _box_means(integral, y - half, y + half, x - half, x + half)
+    for k in range(len(y)):
+        i0, i1 = int(max(y[k] - half[k], 0)), int(min(y[k] + half[k], 50))
+        j0, j1 = int(max(x[k] - half[k], 0)), int(min(x[k] + half[k], 70))
+        if i1 <= i0 or j1 <= j0:
+            assert np.isnan(got[k])
+        else:
+            assert got[k] == _box_mean(integral, i0, i1, j0, j1)
+    assert np.isnan(got).sum() > 100 and (~np.isnan(got)).sum() > 100  # both kinds of box
+    step = FOREIGN_STEP_MM
+    ym, xm, hm = y * step, x * step, half * step
+    got = _box_means(integral, (ym - hm) / step, (ym + hm) / step, (xm - hm) / step, (xm + hm) / step)
+    assert [float(v) for v in np.nan_to_num(got)] == [_square_cover(integral, a, b, c) for a, b, c in zip(xm, ym, hm)]
+
+
+def test_shape_patches_need_no_padded_copy() -> None:
+    """_sub_pixel_patches of the image itself (no border added) replicates the edge as
+    sampling a replicate-padded copy does, near and over the edges too."""
+    import cv2
+
+    from vision.cards import _sub_pixel_patches
+
+    rng = np.random.default_rng(13)
+    img = rng.random((70, 90)).astype(np.float32)
+    n = 31
+    for centres in (rng.uniform(20, 50, (30, 2)), rng.uniform(-10, 100, (30, 2))):
+        padded = cv2.copyMakeBorder(img, n + 1, n + 1, n + 1, n + 1, cv2.BORDER_REPLICATE)
+        assert np.array_equal(_sub_pixel_patches(img, centres, n, 0), _sub_pixel_patches(padded, centres, n, n + 1))

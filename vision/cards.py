@@ -15,8 +15,10 @@ How a frame is read:
    shape size ringed by black face (an opening first cuts the necks blur draws
    between a shape and the table; a second look at a higher threshold, and a third
    that counts whatever lies outside the card faces as face, separate shapes blur has
-   joined to the table). Hands and arms are what is neither table nor card; on a
-   table as dark as the card faces, what reaches in over the play area's edge.
+   joined to the table; both are skipped when the first look's whole cards cover
+   every pixel of face: nothing is left for them to find). Hands and arms are what
+   is neither table nor card; on a table as dark as the card faces, what reaches in
+   over the play area's edge.
 3. Each shape's colour is classified by chromaticity (shading and light level do not
    matter) from its brighter pixels. Its shape is classified from its outline alone,
    not from its colour: the shape's grey patch is correlated with the kit's shape
@@ -55,6 +57,7 @@ COARSE_PPM = 1.0
 _DISK3 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
 _DISK7 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))
 _DISK11 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (11, 11))
+_SQUARE3 = np.ones((3, 3), np.uint8)
 
 
 # ------------------------------------------------------------------------ light
@@ -174,8 +177,9 @@ class ColourRefs:
         rows = np.arange(len(lin))
         d0 = d[rows, order[:, 0]]
         d1 = d[rows, order[:, 1]] if d.shape[1] > 1 else np.full(len(lin), 9.0)
-        return [(int(order[j, 0]), float(d0[j]), float(d1[j] - d0[j])) if s[j] > 1e-6 else (-1, 9.0, 0.0)
-                for j in range(len(lin))]
+        # (plain Python values at once: indexing numpy per row costs more than the rest)
+        return [(k, a, m) if ok else (-1, 9.0, 0.0)
+                for k, a, m, ok in zip(order[:, 0].tolist(), d0.tolist(), (d1 - d0).tolist(), (s > 1e-6).tolist())]
 
     def classify(self, lin: np.ndarray) -> tuple[int, float, float]:
         """(index, chromaticity distance, margin to the second best) of one colour."""
@@ -625,6 +629,7 @@ class ShapeTemplates:
             for j, base in enumerate(bases):
                 T[p, j] = _apply_blur(base, *blur).ravel()[self._idx]
         self.T = _normalise_rows(T.reshape(-1, len(self._idx))).reshape(T.shape)
+        self._chosen: dict[tuple, np.ndarray] = {}  # the templates of the last blurs classified with, (B K, D)
 
     def patches(self, s: np.ndarray, centres: np.ndarray, tops: np.ndarray, bottoms: np.ndarray) -> np.ndarray:
         """(N, D) normalised patches of the brightness image ``s`` at sub-pixel
@@ -640,8 +645,8 @@ class ShapeTemplates:
             return np.zeros((0, len(self._idx)), np.float32)
         lo = np.asarray(bottoms, np.float32).reshape(-1, 1, 1)
         span = np.maximum(np.asarray(tops, np.float32).reshape(-1, 1, 1) - lo, np.float32(1e-6))
-        padded = cv2.copyMakeBorder(s, n + 1, n + 1, n + 1, n + 1, cv2.BORDER_REPLICATE)
-        v = np.clip((_sub_pixel_patches(padded, centres, n, n + 1) - lo) / span, 0.0, 1.0)
+        # (no padded copy: _sub_pixel_patches replicates the edge itself where a patch reaches over it)
+        v = np.clip((_sub_pixel_patches(s, centres, n, 0) - lo) / span, 0.0, 1.0)
         w = v * self.mask
         m = w.sum(axis=(1, 2))
         ar = np.arange(n, dtype=np.float32)
@@ -651,27 +656,29 @@ class ShapeTemplates:
         again = (m > 0) & (np.abs(dx) < 3) & (np.abs(dy) < 3) & ((np.abs(dx) > 0.2) | (np.abs(dy) > 0.2))
         if again.any():
             moved = centres[again] + np.column_stack([dx[again], dy[again]])
-            v[again] = np.clip((_sub_pixel_patches(padded, moved, n, n + 1) - lo[again]) / span[again], 0.0, 1.0)
+            v[again] = np.clip((_sub_pixel_patches(s, moved, n, 0) - lo[again]) / span[again], 0.0, 1.0)
         return _normalise_rows(v.reshape(len(v), -1)[:, self._idx])
 
     def estimate_blur(self, X: np.ndarray, keep: int = 3) -> np.ndarray:
         """Indices of the ``keep`` candidate blurs that fit the patches ``X`` best."""
-        S = np.einsum("nd,pkd->npk", X, self.T, optimize=True)
+        P, K, D = self.T.shape
+        # one matrix product (BLAS) rather than einsum's batched one: the same sums, faster
+        S = (X @ self.T.reshape(P * K, D).T).reshape(len(X), P, K)
         best = S.max(axis=2).mean(axis=0)  # (P,)
         return np.argsort(-best)[:keep]
 
     def classify(self, X: np.ndarray, blurs: np.ndarray) -> list[tuple[str, float, float]]:
         """(name, score, margin to the best other name) of each normalised patch."""
-        T = self.T[blurs]  # (B, K, D)
-        S = (X @ T.reshape(-1, T.shape[2]).T).reshape(len(X), len(blurs), -1).max(axis=1)  # (N, K)
+        key = tuple(np.asarray(blurs).tolist())
+        if key not in self._chosen:  # (the frame's blur changes rarely: its templates are kept)
+            self._chosen = {key: self.T[list(key)].reshape(-1, self.T.shape[2])}
+        S = (X @ self._chosen[key].T).reshape(len(X), len(key), -1).max(axis=1)  # (N, K)
         per = np.maximum.reduceat(S, self._starts, axis=1)  # (N, C)
         order = np.argsort(-per, axis=1)
-        out = []
-        for i in range(len(X)):
-            a = order[i, 0]
-            b = order[i, 1] if per.shape[1] > 1 else a
-            out.append((self.names[int(a)], float(per[i, a]), float(per[i, a] - per[i, b]) if b != a else 1.0))
-        return out
+        rows = np.arange(len(X))
+        best = per[rows, order[:, 0]]
+        margin = best - per[rows, order[:, 1]] if per.shape[1] > 1 else np.ones(len(X))
+        return [(self.names[a], sc, m) for a, sc, m in zip(order[:, 0].tolist(), best.tolist(), margin.tolist())]
 
 
 @functools.lru_cache(maxsize=4)
@@ -764,11 +771,11 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     sel = table & (dch < chroma_tol)
     ls = np.log(np.maximum(ss, 1e-6))
     iy, ix = np.nonzero(sel)
+    sub = max(1, len(iy) // 3000)
+    iy, ix = iy[::sub], ix[::sub]  # (a sample of about 3000 table pixels fits the field)
     xs, ys = x1[ix], y1[iy]
     A = np.stack([np.ones_like(xs), xs, ys, xs * xs, xs * ys, ys * ys], axis=-1)
     bvec = ls[iy, ix]
-    sub = max(1, len(bvec) // 3000)
-    A, bvec = A[::sub], bvec[::sub]
     w = np.ones(len(bvec))
     coef = np.zeros(6)
     if len(bvec) >= 12:
@@ -964,6 +971,8 @@ class CardReader:
         self.stable = StableWarp(view, COARSE_PPM)
         self.reuse = True  # reuse an unchanged frame's or blob's reading from the previous frame
         self.partial_reads = 0  # changed frames read only around the change (see _read_changed)
+        self.looks_skipped = 0  # segmentations whose further looks were not needed (see _explained)
+        self._grouped: tuple[CardsResult, list[Blob], set[int]] | None = None  # set by _explained
         self._inc: _Increment | None = None
         self.same = SameFrame()
         self._last: tuple[tuple[int, int], CardsResult] | None = None
@@ -1028,11 +1037,12 @@ class CardReader:
         x0, y0, x1, y1 = self._shape_window(sb, max(thr, self._look_threshold(thr, weakest)))
         self._offset = (x0, y0)
         ws = s[y0:y1, x0:x1]
+        self._grouped = None  # the first look's grouping, if _explained keeps it
         blobs = self._segment(linb[y0:y1, x0:x1], ws, sb[y0:y1, x0:x1], dark[y0:y1, x0:x1], thr, face_level, weakest,
                               gains)
         self._previous = self._current if self.reuse else []
         self._read_shapes(ws)
-        result = self._assemble(blobs, level)
+        result = self._assemble(blobs, level, self._grouped)
         result.foreign, result.glare = foreign_mask(linb, s, dark, gains, card_mm2=self.kit.bloxo.card_mm ** 2)
         self._covered_unread(result, dark)
         self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
@@ -1131,20 +1141,22 @@ class CardReader:
         ny = int((h_mm / 2) // self.card) + 1
         dark_sum = cv2.integral(dark.view(np.uint8))
         glare = result.glare
-        glare_sum = cv2.integral(glare.view(np.uint8)) if glare is not None else None
-        for gx in range(-nx, nx + 1):
-            for gy in range(-ny, ny + 1):
-                if (gx, gy) in read or (gx, gy) in result.partial:
-                    continue
-                cx, cy = float(self.origin[0]) + gx * self.card, float(self.origin[1]) + gy * self.card
-                i0, i1 = int(max((cy - half * 0.8) * COARSE_PPM, 0)), int(min((cy + half * 0.8) * COARSE_PPM, H))
-                j0, j1 = int(max((cx - half * 0.8) * COARSE_PPM, 0)), int(min((cx + half * 0.8) * COARSE_PPM, W))
-                if i1 <= i0 or j1 <= j0:
-                    continue
-                fd = _box_mean(dark_sum, i0, i1, j0, j1)
-                # glare can wash a whole card out: what lies under it is not known
-                if fd > 0.3 or _square_cover(glare_sum, cx, cy, half) > (0.03 if fd > 0.03 else 0.05):
-                    result.partial[(gx, gy)] = 0
+        # every grid position at once (as _box_mean and _square_cover, one per position)
+        gx, gy = (g.ravel() for g in np.meshgrid(np.arange(-nx, nx + 1), np.arange(-ny, ny + 1), indexing="ij"))
+        cx, cy = float(self.origin[0]) + gx * self.card, float(self.origin[1]) + gy * self.card
+        fd = _box_means(dark_sum, (cy - half * 0.8) * COARSE_PPM, (cy + half * 0.8) * COARSE_PPM,
+                        (cx - half * 0.8) * COARSE_PPM, (cx + half * 0.8) * COARSE_PPM)
+        if glare is not None:
+            step = FOREIGN_STEP_MM
+            gl = _box_means(cv2.integral(glare.view(np.uint8)), (cy - half) / step, (cy + half) / step,
+                            (cx - half) / step, (cx + half) / step)
+        else:
+            gl = np.zeros(len(gx))
+        # glare can wash a whole card out: what lies under it is not known
+        hit = ~np.isnan(fd) & ((fd > 0.3) | (np.nan_to_num(gl) > np.where(fd > 0.03, 0.03, 0.05)))
+        for x, y in zip(gx[hit].tolist(), gy[hit].tolist()):
+            if (x, y) not in read and (x, y) not in result.partial:
+                result.partial[(x, y)] = 0
 
     def _segment(self, linb: np.ndarray, s: np.ndarray, sb: np.ndarray, dark: np.ndarray, thr: float,
                  face_level: float, weakest: float, gains: np.ndarray) -> list[Blob]:
@@ -1161,11 +1173,8 @@ class CardReader:
         # above any threshold, joining the shape to the table: the card faces with all
         # they enclose (a closing wider than a shape) bound where shapes can be, and
         # what lies outside them rings a shape like its face does.
-        k = self._face_close_px()
-        faces = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
-        outside = ~cv2.erode(faces, _DISK3).astype(bool)
-        closed = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
-        n, labels, stats, cents = cv2.connectedComponentsWithStats((~closed).astype(np.uint8), connectivity=4)
+        closed = cv2.morphologyEx(dark.view(np.uint8), cv2.MORPH_CLOSE, _DISK7)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(cv2.compare(closed, 0, cv2.CMP_EQ), connectivity=4)
         blobs: list[Blob] = []
         H, W = dark.shape
         area = stats[:, cv2.CC_STAT_AREA] / COARSE_PPM ** 2
@@ -1178,12 +1187,13 @@ class CardReader:
         merged[0] = False
         # every single blob's ring test and colour statistics at once (see _prepare)
         ids = np.nonzero(single)[0]
-        prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains)
+        prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains, face_level)
         outlines: list = []
-        for i in np.nonzero(single | merged)[0]:
+        boxes = stats[:, :4].tolist()  # (plain Python values: the loop runs once per blob)
+        for i in np.nonzero(single | merged)[0].tolist():
             if i == 0:
                 continue
-            x0, y0, w, h = stats[i, :4]
+            x0, y0, w, h = boxes[i]
             if single[i]:
                 if i in prep:
                     self._accept(blobs, i, prep[i], (x0, y0, w, h), face_level, outlines)
@@ -1209,7 +1219,14 @@ class CardReader:
         # Second look at a higher threshold (half the weakest colour): under blur a
         # shape near a card's edge can stay joined to the table at the face threshold.
         # Third look: what lies outside the card faces counts as face (see above).
+        # Neither is needed where the first look's cards explain all the face.
+        if self._explained(blobs, dark):
+            self.looks_skipped += 1
+            return blobs
         hi_thr = self._look_threshold(thr, weakest)
+        k = self._face_close_px()
+        faces = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
+        outside = ~cv2.erode(faces, _DISK3).astype(bool)
         looks = [sb < hi_thr] if hi_thr > thr else []
         if outside.any():
             looks.append(dark | outside)
@@ -1225,13 +1242,63 @@ class CardReader:
                 near = np.hypot(have[None, :, 0] - x[:, None], have[None, :, 1] - y[:, None]).min(axis=1)
                 cand = cand[near >= self.quad * 0.4]
             stats2 = looked.stats(cand)
-            prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains)
+            prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains, face_level)
             outlines = []
             for i in cand:
                 if i in prep2:
                     self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines)
             self._trace(s, labels2, outlines, face_level)
         return blobs
+
+    # The further looks are skipped when the first look's cards explain all the face
+    # (see _explained): the face may reach EXPLAINED_MARGIN_MM beyond a card's fitted
+    # square (print, blur); face pixels outside every card beyond EXPLAINED_TOLERANCE
+    # of a quadrant's area (far less than the face of any card missed) mean "look again".
+    EXPLAINED_MARGIN_MM = 3.0
+    EXPLAINED_TOLERANCE = 0.1
+
+    def _explained(self, blobs: list[Blob], dark: np.ndarray) -> bool:
+        """Is there nothing left for the further looks of :meth:`_segment` to find?
+
+        They find shapes the first look missed (joined to the table by blur). A shape
+        missed leaves its card with fewer than four shapes (a partial grid position)
+        or, all four missed, black face without a card. So when the first look's
+        shapes make whole cards on the grid only (no partial position, no misplaced
+        card, any other blob inside a card's box: table seen between cards) and every
+        face pixel (``dark``) lies within these cards' boxes (the box around each
+        card's square as fitted, grown by :attr:`EXPLAINED_MARGIN_MM`), the looks could
+        only add blobs inside whole cards: they are skipped (they cost about as much as
+        the first look). Anything else is looked at again, as before."""
+        self._grouped = None
+        if not blobs:
+            return False
+        grouped = self._group(blobs)
+        res = grouped[0]
+        if res.partial or res.misplaced:
+            return False
+        H, W = dark.shape
+        ox, oy = self._offset
+        cover = np.zeros((H, W), bool)
+        for c in res.cards:
+            # the box around the card's square (as fitted: centre, rotation) grown by the
+            # margin, in pixels of the segmented part of the warp (the inverse of _mm)
+            a = math.radians(c.rotation_deg)
+            r = (self.card / 2 * (abs(math.cos(a)) + abs(math.sin(a))) + self.EXPLAINED_MARGIN_MM) * COARSE_PPM
+            u, v = c.centre[0] * COARSE_PPM - 0.5 - ox, c.centre[1] * COARSE_PPM - 0.5 - oy
+            i0, i1 = max(int(v - r), 0), max(int(math.ceil(v + r)) + 1, 0)
+            j0, j1 = max(int(u - r), 0), max(int(math.ceil(u + r)) + 1, 0)
+            cover[i0:i1, j0:j1] = True
+        used = {id(b) for c in res.cards for b in c.quads}
+        for b in blobs:
+            if id(b) not in used:
+                u, v = int(round(b.x * COARSE_PPM - 0.5 - ox)), int(round(b.y * COARSE_PPM - 0.5 - oy))
+                if not (0 <= v < H and 0 <= u < W and cover[v, u]):
+                    return False
+        unexplained = int(np.count_nonzero(dark)) - int(np.count_nonzero(cover & dark))
+        if unexplained > self.EXPLAINED_TOLERANCE * (self.quad * COARSE_PPM) ** 2:
+            return False
+        self._grouped = grouped  # the shapes' places: what _assemble of these blobs starts from
+        return True
 
     @staticmethod
     def _look_threshold(thr: float, weakest: float) -> float:
@@ -1270,7 +1337,8 @@ class CardReader:
         return self.view.mm_of_rectified(np.asarray(u) + self._offset[0], np.asarray(v) + self._offset[1], COARSE_PPM)
 
     def _prepare(self, ids: np.ndarray, labels: np.ndarray, stats: np.ndarray, cents: np.ndarray,
-                 dark: np.ndarray, linb: np.ndarray, s: np.ndarray, gains: np.ndarray) -> dict[int, tuple]:
+                 dark: np.ndarray, linb: np.ndarray, s: np.ndarray, gains: np.ndarray,
+                 face_level: float) -> dict[int, tuple]:
         """:meth:`_try_blob`'s tests and measurements for many components of ``labels``
         at once.
 
@@ -1280,7 +1348,19 @@ class CardReader:
         Returns, per accepted component: centroid (warp px), area, the chromaticity of
         its mean colour (to recognise an unchanged print), from its brighter half the
         colour (saturation and :meth:`ColourRefs.classify`) and the brightness ``top``,
-        and the centroid in board mm."""
+        the centroid in board mm, and whether its outline is certainly whole (see
+        below).
+
+        :func:`outline_extents` makes a shape partial when its outline (at half height
+        ``mid`` between ``face_level`` and ``top``, on the 2x bilinear upsampling) is
+        empty, touches the image's edge or is smaller than ``area_lo``. Its outcome is
+        known without tracing for most shapes: every pixel of the component whose 3 x 3
+        neighbourhood is all brighter than ``mid`` gives four upsampled pixels brighter
+        than ``mid`` (bilinear values are weighted means of that neighbourhood, and the
+        trace keeps these values: they lie well inside the component's grown
+        neighbourhood). So when there are enough such pixels (a few to spare for
+        rounding) and the component's box grown by the trace's margin lies inside the
+        image, the outline is whole and need not be traced."""
         ids = np.asarray(ids, np.int64)
         if len(ids) == 0:
             return {}
@@ -1317,20 +1397,32 @@ class CardReader:
         n_core = np.maximum(_window_sums(core, m), 1)
         col = _window_sums(cv2.multiply(L, cv2.merge([core] * 3)), m)[:, ::-1] / n_core[:, None] * gains
         top = _window_sums(cv2.multiply(S, core), m) / n_core
+        # the outline certainly whole (see above): pixels of the component, not on its
+        # window's edge (their neighbourhood would reach into the next window), whose
+        # 3 x 3 minimum is brighter than mid
+        mid = ((top + face_level) / 2).astype(np.float32)
+        bright = comp & (cv2.erode(S, _SQUARE3) > np.repeat(mid, rw)[None])
+        bright = bright.reshape(rh, m, rw)[1:-1, :, 1:-1]
+        n_bright = bright.view(np.uint8).sum(axis=(0, 2), dtype=np.int64)
+        mg = OUTLINE_MARGIN_PX
+        whole = (n_bright >= self.area_lo * COARSE_PPM ** 2 + 4) & (top > face_level) \
+            & (bx >= mg) & (by >= mg) & (bx + bw + mg <= W) & (by + bh + mg <= H)
         area = n_px / COARSE_PPM ** 2
         cls = self.refs.classify_many(col)
         sat = (col.max(axis=1) - col.min(axis=1)) / np.maximum(col.max(axis=1), 1e-9)
         xs, ys = self._mm(cents[acc, 0], cents[acc, 1])
-        return {int(i): (float(cents[i, 0]), float(cents[i, 1]), float(area[j]), chroma[j],
-                         (float(sat[j]),) + cls[j], float(top[j]), float(xs[j]), float(ys[j]))
-                for j, i in enumerate(acc)}
+        # (plain Python values at once: indexing numpy per blob costs more than the sums)
+        columns = (acc.tolist(), cents[acc, 0].tolist(), cents[acc, 1].tolist(), area.tolist(), chroma,
+                   sat.tolist(), cls, top.tolist(), np.asarray(xs).tolist(), np.asarray(ys).tolist(), whole.tolist())
+        return {i: (cx, cy, a, ch, (st,) + c, tp, x, y, wh) for i, cx, cy, a, ch, st, c, tp, x, y, wh in zip(*columns)}
 
     def _accept(self, blobs: list[Blob], i: int, prep: tuple, box: tuple, face_level: float,
                 outlines: list) -> None:
         """A component that passed :meth:`_prepare`: a shape, reused from the previous
         frame if unchanged, else its colour classified and its outline queued in
-        ``outlines`` for :meth:`_trace` (as :meth:`_try_blob` and :meth:`_read_blob`)."""
-        cx, cy, area, chroma, col, top, x, y = prep
+        ``outlines`` for :meth:`_trace` (as :meth:`_try_blob` and :meth:`_read_blob`)
+        unless certainly whole (see :meth:`_prepare`)."""
+        cx, cy, area, chroma, col, top, x, y, whole = prep
         b = Blob(x, y, area, partial=area < self.area_lo)
         if self._reused(b, chroma):
             blobs.append(b)
@@ -1341,7 +1433,8 @@ class CardReader:
             return
         # queued for the shapes now, in this order; dropped again if it has no outline
         self._pending.append((b, (cx, cy), top, face_level))
-        outlines.append((b, i, box, top))
+        if not whole:
+            outlines.append((b, i, box, top))
 
     def _reused(self, b: Blob, chroma: np.ndarray) -> bool:
         """The table changes rarely: a blob at the same place, of the same size and
@@ -1442,6 +1535,11 @@ class CardReader:
         self._pending.append((b, centre, top, face_level))
         self._trace(s, comp, [(b, 1, cv2.boundingRect(comp), top)], face_level)
 
+    # Shapes the frame's blur is measured on: one blur fits a whole frame, a dozen
+    # shapes tell it as well as more (the measure costs a correlation with every
+    # template at every candidate blur per shape).
+    BLUR_SAMPLE = 12
+
     def _read_shapes(self, s: np.ndarray, estimate_blur: bool = True) -> None:
         """Shapes of the blobs queued this frame (see :class:`ShapeTemplates`); the
         frame's blur is estimated again from them unless ``estimate_blur`` is False
@@ -1455,10 +1553,10 @@ class CardReader:
                                 np.array([p[3] for p in pend]))
         whole = sum(not p[0].partial for p in pend)
         if (estimate_blur and whole >= 3) or self.blur_choice is None:
-            # the frame's blur, from (up to 24 of) its whole shapes
+            # the frame's blur, from (up to BLUR_SAMPLE of) its whole shapes, spread over the frame
             sel = np.arange(whole if whole >= 3 else len(pend))
-            if len(sel) > 24:
-                sel = sel[np.linspace(0, len(sel) - 1, 24).round().astype(int)]
+            if len(sel) > self.BLUR_SAMPLE:
+                sel = sel[np.linspace(0, len(sel) - 1, self.BLUR_SAMPLE).round().astype(int)]
             self.blur_choice = self.shapes.estimate_blur(X[sel])
         for (b, *_), (name, sc, margin) in zip(pend, self.shapes.classify(X, self.blur_choice)):
             b.shape, b.shape_dist, b.shape_margin = name, 1.0 - sc, margin
@@ -1474,7 +1572,29 @@ class CardReader:
     def grid_of(self, x: float, y: float) -> tuple[int, int]:
         return int(round((x - float(self.origin[0])) / self.card)), int(round((y - float(self.origin[1])) / self.card))
 
-    def _assemble(self, blobs: list[Blob], level: float) -> CardsResult:
+    def _assemble(self, blobs: list[Blob], level: float,
+                  grouped: tuple[CardsResult, list[Blob], set[int]] | None = None) -> CardsResult:
+        """The cards, misplaced cards and occluded positions the shapes ``blobs`` make
+        (``grouped``: :meth:`_group` of these very blobs, if made already)."""
+        res, loose, used = grouped if grouped is not None else self._group(blobs)
+        # Loose shapes that made no card: evidence of a card we cannot read
+        for b in loose:
+            # only what looks like a printed shape (colour and outline agreeing) is
+            # evidence of a card; a patch of table between cards is not
+            if id(b) in used or b.colour is None or self.expected_shape.get(b.colour) != b.shape \
+                    or b.colour_dist > 0.2:
+                continue
+            res.partial.setdefault(self.grid_of(b.x, b.y), 0)
+        for c in res.misplaced:
+            for p in c.covers:
+                res.partial.setdefault(p, 0)
+        res.white_level = level
+        return res
+
+    def _group(self, blobs: list[Blob]) -> tuple[CardsResult, list[Blob], set[int]]:
+        """What the shapes' places alone tell (not their readings): the cards on the
+        grid, the misplaced ones and the partial positions, with the shapes left loose
+        and those used by misplaced cards (see :meth:`_assemble`)."""
         slots: dict[tuple[int, int], dict[int, Blob]] = {}
         loose: list[Blob] = []
         tol = self.off_grid_mm + self.quad / 2 * math.sin(math.radians(self.off_grid_deg)) * 1.5
@@ -1482,8 +1602,7 @@ class CardReader:
             kx, ky, d = self._slot(b.x, b.y)
             if d <= min(tol, self.quad * 0.35):
                 pos = ((kx + 1) // 2, (ky + 1) // 2)
-                q = (0 if kx % 2 else 1, 0 if ky % 2 else 1)  # (right?, near?)
-                qi = {(0, 0): 0, (1, 0): 1, (1, 1): 2, (0, 1): 3}[q]
+                qi = _QUADRANT_OF[(0 if kx % 2 else 1, 0 if ky % 2 else 1)]  # (right?, near?)
                 cell = slots.setdefault(pos, {})
                 if qi in cell:  # two shapes in one slot: something lies on something
                     loose.append(b)
@@ -1497,7 +1616,7 @@ class CardReader:
             if len(cell) == 4 and not any(b.partial for b in cell.values()):
                 card = _fit_card([cell[i] for i in range(4)])
                 card.at = pos
-                cx, cy = self.origin + np.array(pos) * self.card
+                cx, cy = float(self.origin[0]) + pos[0] * self.card, float(self.origin[1]) + pos[1] * self.card
                 card.offset_mm = float(math.hypot(card.centre[0] - cx, card.centre[1] - cy))
                 if card.offset_mm > self.off_grid_mm or abs(card.rotation_deg) > self.off_grid_deg:
                     card.status = "off-grid"
@@ -1533,18 +1652,7 @@ class CardReader:
                     # the card below cannot be fully seen: it is occluded by the one on top
                     partial[p] = 4
                     cards.remove(on_grid.pop(p))
-        # Loose shapes that made no card: evidence of a card we cannot read
-        for b in loose:
-            # only what looks like a printed shape (colour and outline agreeing) is
-            # evidence of a card; a patch of table between cards is not
-            if id(b) in used or b.colour is None or self.expected_shape.get(b.colour) != b.shape \
-                    or b.colour_dist > 0.2:
-                continue
-            partial.setdefault(self.grid_of(b.x, b.y), 0)
-        for c in misplaced:
-            for p in c.covers:
-                partial.setdefault(p, 0)
-        return CardsResult(cards, misplaced, partial, blobs, level)
+        return CardsResult(cards, misplaced, partial, blobs), loose, used
 
     def _covered_positions(self, c: Card) -> list[tuple[int, int]]:
         """Grid positions whose card square the (misplaced) card overlaps by > 10%."""
@@ -1565,6 +1673,20 @@ def _box_mean(integral: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> float
     """Mean of a 0/1 image over rows i0:i1, columns j0:j1, from its integral image."""
     tot = int(integral[i1, j1]) - int(integral[i0, j1]) - int(integral[i1, j0]) + int(integral[i0, j0])
     return tot / ((i1 - i0) * (j1 - j0))
+
+
+def _box_means(integral: np.ndarray, i0: np.ndarray, i1: np.ndarray, j0: np.ndarray, j1: np.ndarray) -> np.ndarray:
+    """Means of a 0/1 image over many boxes (rows i0:i1, columns j0:j1, in pixels,
+    truncated to integers and clipped to the image) from its integral image; NaN
+    for a box with nothing of the image in it."""
+    H, W = integral.shape[0] - 1, integral.shape[1] - 1
+    i0, j0 = np.maximum(i0, 0).astype(np.int64), np.maximum(j0, 0).astype(np.int64)
+    i1, j1 = np.minimum(i1, H).astype(np.int64), np.minimum(j1, W).astype(np.int64)
+    ok = (i1 > i0) & (j1 > j0)
+    i0, i1, j0, j1 = (np.clip(v, 0, n) for v, n in ((i0, H), (i1, H), (j0, W), (j1, W)))
+    tot = integral[i1, j1].astype(np.int64) - integral[i0, j1] - integral[i1, j0] + integral[i0, j0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, tot / ((i1 - i0) * (j1 - j0)), np.nan)
 
 
 def _square_cover(integral: np.ndarray | None, x: float, y: float, half: float) -> float:
@@ -1597,6 +1719,7 @@ def _fit_card(quads: list[Blob]) -> Card:
 
 
 _IDEAL_CORNERS = ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0))
+_QUADRANT_OF = {(0, 0): 0, (1, 0): 1, (1, 1): 2, (0, 1): 3}  # (right?, near?) -> NW, NE, SE, SW
 
 
 def _group_loose(blobs: list[Blob], quad: float) -> list[Card]:
