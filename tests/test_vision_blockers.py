@@ -284,3 +284,96 @@ def test_glyph_scores_and_decisions_of_many_faces_are_those_of_each_class_and_ro
         assert m.score == float(row[order[0]]) and m.margin == float(row[order[0]] - row[order[1]])
         assert m.face == (m.best if m.score >= 0.6 and m.margin >= 0.03 else None)
     assert [m.face for m in bank.decide_many(per[:6])] == list(KNOWN_SYMBOLS[:6])
+
+
+def _printed(ch: str, blur: float = 0.0, streak: tuple[float, float] | None = None) -> np.ndarray:
+    """A character in a font the glyph bank is not built from, as the tiles' reader
+    cuts a print: blurred (and smeared ``streak`` = (length px, angle deg)) first,
+    then normalised at the ink threshold."""
+    from vision.glyphs import INK_THRESHOLD
+
+    img = np.zeros((80, 80), np.float32)
+    cv2.putText(img, ch, (20, 60), cv2.FONT_HERSHEY_COMPLEX, 1.5, 1.0, 3, cv2.LINE_AA)
+    if blur:
+        img = cv2.GaussianBlur(img, (0, 0), blur)
+    if streak is not None:
+        length, ang = streak
+        k = np.zeros((31, 31), np.float32)
+        dx, dy = np.cos(np.radians(ang)) * length / 2, np.sin(np.radians(ang)) * length / 2
+        cv2.line(k, (int(round(15 - dx)), int(round(15 - dy))), (int(round(15 + dx)), int(round(15 + dy))), 1.0, 1,
+                 cv2.LINE_AA)
+        img = cv2.filter2D(img, -1, k / k.sum())
+    return normalise_ink(img / img.max(), INK_THRESHOLD)
+
+
+def test_blurred_templates_are_cut_like_a_blurred_print() -> None:
+    """A blurred print is cut to the box of its ink and scaled to fill the canvas; its
+    template must be too (blurring the already normalised canvas leaves the blur's halo
+    outside the box and the shape too small): the template of a shape blurred by s
+    canvas px is the canvas of the shape drawn large, blurred by as much and cut."""
+    from vision.glyphs import FILL, INK_THRESHOLD, blurred_template, ink_box
+
+    def corr(a: np.ndarray, b: np.ndarray) -> float:
+        a, b = a - a.mean(), b - b.mean()
+        return float((a * b).sum() / np.linalg.norm(a) / np.linalg.norm(b))
+
+    for name in ("diamond", "heart", "star", "crescent"):
+        big = _symbol_glyph(name, size=4 * CANVAS)
+        base = normalise_ink(big)
+        k = max(ink_box(big)[3:]) / FILL  # big px per canvas px
+        for s in (1.9, 2.8):
+            blurred = cv2.GaussianBlur(big, (0, 0), s * k)
+            seen = normalise_ink(blurred / blurred.max(), INK_THRESHOLD)
+            t = blurred_template(base, s)
+            old = cv2.GaussianBlur(base, (0, 0), s)
+            assert corr(t, seen) > 0.96, (name, s, corr(t, seen))
+            assert corr(t, seen) > corr(old, seen) + 0.02, (name, s, corr(t, seen), corr(old, seen))
+
+
+def test_smeared_faces_are_read_with_the_streaked_templates() -> None:
+    """A print smeared by motion (a line, not a round blur) fits the isotropically blurred
+    templates poorly; the streaked templates read more of them, none wrong."""
+    bank = GlyphBank(["crescent", "star", "heart", "sun", "flower", "diamond"])
+    names = list("ABCDEFGHI") + list("123456789")
+    canvases = np.array([_printed(c, 1.0, (10.0, a)) for a in (20.0, 70.0, 120.0) for c in names])
+    truth = names * 3
+    per, _, X = bank.score_rows(canvases)
+    plain = [m.face for m in bank.decide_many(per)]
+    streaked = [m.face for m in bank.decide_many(np.maximum(per, bank.streak_scores(X)))]
+    right = [sum(g == n for g, n in zip(got, truth)) for got in (plain, streaked)]
+    assert right[1] >= right[0] + 3, right
+    assert sum(g is not None and g != n for g, n in zip(streaked, truth)) == 0, streaked
+    assert bank.streak_scores(X[:2]).shape == (2, len(bank.names))
+
+
+@pytest.mark.parametrize("wild, height, aspect, ok", [
+    (False, 1.0, 0.75, True), (False, 1.15, 1.0, True), (False, 0.8, 0.3, True),
+    (False, 0.3, 2.4, False),  # a blurred letter's cross-bar alone is no face
+    (False, 0.1, 1.0, False),  # nor is the word's "!" dot read as a square
+    (False, 1.5, 1.0, False),
+    (True, 0.25, 6.0, True), (True, 0.32, 2.4, False), (True, 1.0, 0.8, False)])
+def test_a_face_must_have_its_printed_size(wild: bool, height: float, aspect: float, ok: bool) -> None:
+    """R-BLOCKERS-1 faces: letters, digits and symbols printed about as tall as the
+    letters; the word BLOCKERS! low and wide. A read of another size is no face."""
+    from vision.tiles import _plausible_size
+
+    assert _plausible_size(wild, height, aspect) is ok
+
+
+def test_a_tile_off_its_window_in_a_motion_blurred_frame_keeps_its_colour() -> None:
+    """A dev scene (bench seed 8,730,011 set-up 11, motion preset) whose blurred frame
+    puts a green tile ~2.5 mm off its space's window: a strip of paper brighter than the
+    tile made the whole tile count as ink, and the space read empty. The tile's colour
+    comes from its saturated pixels and their own brightness."""
+    seed = 8_730_511
+    setup = sc.sample_setup(KIT, "blockers", seed, model="cm3-wide")
+    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
+    s2 = seed * 100 + sc.PRESETS.index("motion")
+    rng = np.random.default_rng(s2)
+    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
+    cond = sc.sample_conditions(s2, "motion", area=KIT.area_mm("blockers"), kit=KIT)
+    r = sc.render_frame(setup, state, cond, s2)
+    obs = read_still(Recognizer(cal), r.image)
+    assert r.truth["state"]["cells"][1][2] == {"color": "green", "face": "3"}
+    assert (obs["state"]["cells"][1][2] or {}).get("color") == "green"
+    assert score(r.truth, obs)["tile_color"][0] == 0

@@ -13,8 +13,11 @@ draw is reported so a kit with other symbols gets a clear error, not silent misr
 
 Matching is a normalised correlation of the observed ink canvas with every template
 (all templates in one matrix product), with the templates blurred like the camera
-blurs (several amounts); the best class and its
-margin over the second best give the face and its confidence.
+blurs (several amounts) and then normalised as an observed print is
+(:func:`blurred_template`); the best class and its
+margin over the second best give the face and its confidence. Faces left unread in a
+blurred frame can be matched again against templates smeared along a line
+(:meth:`GlyphBank.streak_scores`: motion smears, it does not blur evenly).
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ import cv2
 import numpy as np
 
 CANVAS = 32  # normalised glyph canvas, px
+# Streaked templates (GlyphBank.streak_scores): smears of these lengths (canvas px, a
+# print ~28 px tall) in these directions, over a slight focus blur.
+STREAK_LENGTHS = (3.0, 5.0, 7.0, 9.0)
+STREAK_ANGLES = (0.0, 45.0, 90.0, 135.0)
+STREAK_BASE_BLUR = 0.8
+INK_THRESHOLD = 0.45  # a tile's print is cut to the box of its ink above this (vision.tiles)
 FILL = 28  # the ink's bounding box's larger side, px
 
 LETTERS = tuple("ABCDEFGHI")
@@ -148,6 +157,29 @@ def normalise_ink(ink: np.ndarray, threshold: float = 0.35,
     return out
 
 
+def blurred_template(base: np.ndarray, blur: float) -> np.ndarray:
+    """The canvas a print whose sharp canvas is ``base`` gives when the camera blurs it
+    by ``blur`` canvas px: blurred first, then cut to its ink box (at the threshold the
+    tiles' ink is cut at, relative to the blurred print's darkest ink) and scaled to
+    fill the canvas, as :func:`normalise_ink` treats an observed print. (Blurring the
+    normalised canvas instead leaves the blur's halo outside the box and the shape
+    smaller than an observed blurred print of the same face.)"""
+    t = cv2.GaussianBlur(base, (0, 0), blur) if blur else base
+    out = normalise_ink(t / max(float(t.max()), 1e-6), INK_THRESHOLD)
+    return base if out is None else out
+
+
+def _streak_kernel(length: float, angle_deg: float) -> np.ndarray:
+    """A straight smear ``length`` px long at ``angle_deg`` (a normalised line kernel)."""
+    k = np.zeros((15, 15), np.float32)
+    dx = math.cos(math.radians(angle_deg)) * length / 2
+    dy = math.sin(math.radians(angle_deg)) * length / 2
+    p0 = (int(round(16 * (7 - dx))), int(round(16 * (7 - dy))))
+    p1 = (int(round(16 * (7 + dx))), int(round(16 * (7 + dy))))
+    cv2.line(k, p0, p1, 1.0, 1, cv2.LINE_AA, 4)
+    return k / k.sum()
+
+
 def _text_glyph(text: str, font: int, thick_frac: float, size: int = 96) -> np.ndarray:
     (w, h), base = cv2.getTextSize(text, font, 1.0, 1)
     scale = size * 0.6 / h
@@ -184,6 +216,7 @@ class GlyphBank:
             raise ValueError(f"no glyph shape known for the symbol(s) {', '.join(unknown)}; known: "
                              f"{', '.join(KNOWN_SYMBOLS)}")
         self.names: list[str] = list(letters) + list(digits) + list(symbols) + [wild]
+        self.wild = wild
         sources: list[tuple[int, np.ndarray]] = []
         for k, name in enumerate(self.names):
             if name in symbols:
@@ -199,13 +232,14 @@ class GlyphBank:
                     for thick in ((0.05, 0.1) if name != wild else (0.08,)):
                         sources.append((k, _text_glyph(text, font, thick)))
         templates, classes, levels = [], [], []
+        self._bases: list[tuple[int, np.ndarray]] = []  # each source's sharp canvas
         for k, g in sources:
             base = normalise_ink(g)
             if base is None:
                 continue
+            self._bases.append((k, base))
             for j, blur in enumerate(blurs):
-                t = cv2.GaussianBlur(base, (0, 0), blur) if blur else base
-                templates.append(t.ravel())
+                templates.append(blurred_template(base, blur).ravel())
                 classes.append(k)
                 levels.append(j)
         # grouped by (class, blur): one reduction gives each class's best at each blur
@@ -228,6 +262,35 @@ class GlyphBank:
         self._class_rows = np.array([np.r_[np.arange(a, b), np.full(most - (b - a), a)]
                                      for a, b in zip(bounds[:-1], bounds[1:])])
         self.is_text = np.array([n in letters or n in digits for n in self.names])
+        self._streaked: tuple[np.ndarray, np.ndarray] | None = None  # built when first needed
+
+    def streak_scores(self, X: np.ndarray) -> np.ndarray:
+        """(N, classes): the best correlation of normalised canvases ``X`` (rows of
+        :meth:`score_rows`' ``X``) with each class's templates streaked as a moving
+        camera or table smears a print (:data:`STREAK_LENGTHS` canvas px along
+        :data:`STREAK_ANGLES`, then normalised as an observed print is). The isotropic
+        blur of the main templates fits such a print poorly: a face it leaves unread
+        may fit one of these. Built on first use (a few thousand templates)."""
+        if self._streaked is None:
+            rows, cls = [], []
+            for k, base in self._bases:
+                soft = cv2.GaussianBlur(base, (0, 0), STREAK_BASE_BLUR)
+                for length in STREAK_LENGTHS:
+                    for ang in STREAK_ANGLES:
+                        t = cv2.filter2D(soft, -1, _streak_kernel(length, ang))
+                        out = normalise_ink(t / max(float(t.max()), 1e-6), INK_THRESHOLD)
+                        if out is not None:
+                            rows.append(out.ravel())
+                            cls.append(k)
+            order = np.argsort(np.array(cls), kind="stable")
+            T = np.array(rows, np.float32)[order]
+            T -= T.mean(axis=1, keepdims=True)
+            T /= np.linalg.norm(T, axis=1, keepdims=True) + 1e-6
+            cls_sorted = np.array(cls)[order]
+            assert len(set(cls)) == len(self.names)
+            self._streaked = (T, np.searchsorted(cls_sorted, np.arange(len(self.names))))
+        T, starts = self._streaked
+        return np.maximum.reduceat(X @ T.T, starts, axis=1)
 
     def scores(self, canvases: np.ndarray) -> np.ndarray:
         """(N, classes) best correlation of each canvas with each class's templates."""

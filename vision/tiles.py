@@ -12,12 +12,16 @@ slightly askew tile stay outside it):
 
 * colour: a tile is saturated, the board's paper is not (glare on the clear plastic
   only whitens it further). The colour is the chromaticity of the window's saturated,
-  un-inked pixels, white-balanced per frame against the markers' paper, nearest to the
+  un-inked pixels (un-inked judged against the saturated pixels' own brightness, so a
+  strip of paper in the window of a tile a little off its space does not turn the
+  tile into ink), white-balanced per frame against the markers' paper, nearest to the
   tile references (shading and one-sided light change the level, not the
   chromaticity);
 * face: the ink is what is much darker than the tile's own colour; it is normalised
-  for position and size and matched against the glyph library. A face that matches no
-  glyph clearly (blur, glare over the print, a finger) is ``None``; the colour is still
+  for position and size and matched against the glyph library (in a blurred frame, a
+  face left unread is tried against templates smeared as motion smears a print). A
+  face that matches no glyph clearly (blur, glare over the print, a finger), or whose
+  printed size is no face's (:func:`_plausible_size`), is ``None``; the colour is still
   given.
 """
 
@@ -32,7 +36,7 @@ import numpy as np
 from calibration.colour import srgb_to_linear
 from vision.cards import _LUT3, ColourRefs, StableWarp, WhiteReference, paper_points
 from vision.colours import segment_distance
-from vision.glyphs import GlyphBank, GlyphMatch, ink_boxes, normalise_ink
+from vision.glyphs import INK_THRESHOLD, GlyphBank, GlyphMatch, ink_boxes, normalise_ink
 
 PPM = 2.0
 WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew) always covers
@@ -50,6 +54,12 @@ SHARP_BLUR = 1.2  # canvas px: a frame whose faces fit templates this sharp or s
 # glare spot or a finger over the print washes ink out or adds it over such areas too.
 # (A tile nudged by a pixel may pass: its face is the same.)
 INK_SAME = 0.25
+# Printed sizes in letter heights (see _plausible_size): every face but the word within
+# FACE_HEIGHT_TOL of a letter's height; the word no taller than WILD_MAX_HEIGHT and at
+# least WILD_MIN_ASPECT times as wide as tall (nine letters in a row: ~0.25 and ~6).
+FACE_HEIGHT_TOL = 0.3
+WILD_MAX_HEIGHT = 0.5
+WILD_MIN_ASPECT = 3.5
 KEEP_MARGIN = 0.08  # a face read by this margin or more keeps its scores while its ink is unchanged
 
 _LUMA_BGR = np.array([0.0722, 0.7152, 0.2126], np.float32)
@@ -140,8 +150,16 @@ class TileReader:
         # glare on the clear plastic adds white light: the paper's colour moves toward neutral
         whitish = segment_distance(ch, self.board_chroma, np.full(3, 1 / 3)) < 0.06
         # per space, vectorised: the tile's colour and brightness from its saturated,
-        # un-inked pixels; then the ink, far darker than the tile's own brightness
-        good = (sat > 0.6 * p70[:, None]) & (lum > 0.5 * lum_hi[:, None])
+        # un-inked pixels; then the ink, far darker than the tile's own brightness.
+        # Un-inked: not far darker than the saturated pixels' own brighter part (not the
+        # window's: a strip of paper in the window, of a tile a little off its space or
+        # smeared by motion, is brighter than a blue or violet tile and would make the
+        # whole tile look like ink)
+        sp = sat > 0.6 * p70[:, None]
+        n_sp = sp.sum(axis=1)
+        lum_sorted = np.sort(np.where(sp, lum, -1.0), axis=1)
+        sp_hi = np.take_along_axis(lum_sorted, (P - 1 - (0.2 * n_sp).astype(int))[:, None], axis=1)[:, 0]
+        good = sp & (lum > 0.5 * sp_hi[:, None])
         cnt = good.sum(axis=1)
         col = np.matmul(good.astype(np.float32)[:, None, :], win)[:, 0] / np.maximum(cnt, 1)[:, None]
         if not cnt.all():
@@ -153,6 +171,10 @@ class TileReader:
         rows = np.arange(n * n)
         d0, d1 = dist_all[rows, order[:, 0]], dist_all[rows, order[:, 1]]
         tl = np.where(cnt > 5, (lum * good).sum(axis=1) / np.maximum(cnt, 1), lum_hi)
+        # A tile a little off its space (askew, or placed by the pose of a blurred frame)
+        # leaves paper in the window: the lit pixels' mean is paler than the tile, but
+        # its saturated pixels still show the tile's colour.
+        d_tile = np.minimum(d_tile, d0)
         is_tile = (d_tile < d_board) & (p70 > 0.2)
         ink_all = np.clip((1.0 - lum_full[is_tile] / np.maximum(tl[is_tile], 1e-6)[:, None, None]) * 1.15, 0, 1)
         out: list[list[SpaceReading]] = [[None] * n for _ in range(n)]  # type: ignore[list-item]
@@ -173,7 +195,7 @@ class TileReader:
                 same[tiles_k] = have & (_local_change(ink_all - old) <= INK_SAME)
         cache: dict[int, _TileMemo] = {}
         pending: list[tuple[_TileMemo, np.ndarray]] = []  # tiles whose face is matched this frame
-        boxes = ink_boxes(ink_all, 0.45).tolist()
+        boxes = ink_boxes(ink_all, INK_THRESHOLD).tolist()
         t = 0
         for k in range(n * n):
             r, cc = divmod(k, n)
@@ -189,10 +211,10 @@ class TileReader:
             conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
             if same[k]:
                 prev = self._cache[k]
-                memo = _TileMemo(ink, prev.count, prev.height, prev.scores)
+                memo = _TileMemo(ink, prev.count, prev.height, prev.width, prev.scores)
             else:
-                memo = _TileMemo(ink, box[0], box[4] / PPM)
-                canvas = normalise_ink(ink, 0.45, box)
+                memo = _TileMemo(ink, box[0], box[4] / PPM, box[3] / PPM)
+                canvas = normalise_ink(ink, INK_THRESHOLD, box)
                 if canvas is not None:
                     pending.append((memo, canvas))
             out[r][cc] = SpaceReading(True, self.colour_names[int(order[k, 0])], conf, None, 0.0, 0.0, float(p70[k]),
@@ -212,7 +234,15 @@ class TileReader:
             # how blurred this frame's faces are: the blur of the templates that fit them
             frame_blur = float(np.median([self.glyphs.blur_of(memo.scores[1], m.best)
                                           for (_, memo), m in zip(faces, matches)]))
-            for (k, memo), m in zip(faces, matches):
+            # In a blurred frame, faces no template fits clearly are tried again against
+            # smeared templates (a print streaked by motion); a sharp frame has no streaks.
+            doubt = [i for i, m in enumerate(matches) if m.face is None] if frame_blur > SHARP_BLUR else []
+            streaked: dict[int, GlyphMatch] = {}
+            if doubt:
+                per_s = self.glyphs.streak_scores(np.array([faces[i][1].scores[2] for i in doubt]))
+                per_s = np.maximum(per_s, np.array([faces[i][1].scores[0] for i in doubt]))
+                streaked = dict(zip(doubt, self.glyphs.decide_many(per_s)))
+            for i, ((k, memo), m) in enumerate(zip(faces, matches)):
                 r, cc = divmod(k, n)
                 row, best, x = memo.scores
                 height = memo.height
@@ -223,6 +253,8 @@ class TileReader:
                     # two characters alike overall (B and 8): decided where they differ
                     # (symbols only in a sharp frame: blur rounds a diamond or a star toward a sun)
                     m = GlyphMatch(m.best, m.score, m.margin, m.best, m.second)
+                if m.face is None and i in streaked:
+                    m = streaked[i]
                 # Letters and digits are printed at one height: a "letter" much taller
                 # or shorter than the letters read so far is a symbol that looks like
                 # one (a crescent like a C); read it among the other faces.
@@ -231,6 +263,9 @@ class TileReader:
                         m = self.glyphs.decide(row, ~text)
                     elif m.margin > 0.08:
                         self._heights.append(height)
+                if m.face is not None and self.letter_mm and not _plausible_size(
+                        m.face == self.glyphs.wild, height / self.letter_mm, memo.width / max(height, 1e-6)):
+                    m = GlyphMatch(None, m.score, m.margin, m.best, m.second)
                 s = out[r][cc]
                 s.face, s.face_score, s.face_margin = m.face, m.score, m.margin
                 memo.confident = m.face is not None and m.margin >= KEEP_MARGIN
@@ -250,8 +285,23 @@ class _TileMemo:
     ink: np.ndarray  # the print's ink image (0 = tile, 1 = full ink)
     count: int  # ink pixels
     height: float  # the print's height, mm
+    width: float  # the print's width, mm
     scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # its (per, best, X) rows of GlyphBank.score_rows
     confident: bool = False  # its face was read by KEEP_MARGIN or more
+
+
+def _plausible_size(wild: bool, height: float, aspect: float) -> bool:
+    """Whether a print ``height`` letter heights high and ``aspect`` (width / height)
+    wide can be a face read as the word (``wild``) or as another face.
+
+    Every face but the word is printed about as tall as the letters (a symbol fills the
+    same height as a letter: blur and shape change that by well under FACE_HEIGHT_TOL);
+    the word ``BLOCKERS!`` is a line of nine letters on the same tile: low and wide. A
+    "face" of another size is part of a print (a blurred stroke, the word's dot) or
+    something else: it is not read."""
+    if wild:
+        return height <= WILD_MAX_HEIGHT and aspect >= WILD_MIN_ASPECT
+    return abs(height - 1.0) <= FACE_HEIGHT_TOL
 
 
 def _local_change(diff: np.ndarray) -> np.ndarray:
