@@ -531,3 +531,80 @@ def test_shape_patches_need_no_padded_copy() -> None:
     for centres in (rng.uniform(20, 50, (30, 2)), rng.uniform(-10, 100, (30, 2))):
         padded = cv2.copyMakeBorder(img, n + 1, n + 1, n + 1, n + 1, cv2.BORDER_REPLICATE)
         assert np.array_equal(_sub_pixel_patches(img, centres, n, 0), _sub_pixel_patches(padded, centres, n, n + 1))
+
+
+def test_blur_estimated_on_every_other_rotation_keeps_the_blurs_of_all_rotations(rendered_setup, monkeypatch) -> None:
+    """The frame's blur is estimated against every other rotation of each shape's
+    templates (half the templates to read): on defocused, motion-blurred and sharp
+    tableaux it keeps the very blurs, in the same order, that all rotations keep."""
+    from vision.cards import ShapeTemplates
+
+    setup, cal = rendered_setup
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    coarse = ShapeTemplates.estimate_blur
+
+    def spy(self, X, keep=3):
+        out = coarse(self, X, keep)
+        P, K, D = self.T.shape
+        S = (X @ self.T.reshape(P * K, D).T).reshape(len(X), P, K)
+        seen.append((out, np.argsort(-S.max(axis=2).mean(axis=0))[:keep]))
+        return out
+
+    monkeypatch.setattr(ShapeTemplates, "estimate_blur", spy)
+    for preset, seed in (("defocus", 9_171), ("motion", 9_172), ("motion", 9_173), ("neutral", 9_174)):
+        state = st.bloxo_state(KIT, np.random.default_rng(seed), cards=12)
+        image, _ = _render(setup, state, preset, seed)
+        read_still(Recognizer(cal), image)
+    assert len(seen) >= 4
+    for got, full in seen:
+        assert got.tolist() == full.tolist()
+    # the templates it reads: every other rotation of each shape, from its first
+    t = Recognizer(cal).reader.shapes
+    first = t._starts[t.classes]
+    every_other = np.flatnonzero((np.arange(len(t.classes)) - first) % 2 == 0)
+    assert 0 < len(every_other) < len(t.classes)
+    assert np.array_equal(t._coarse, t.T[:, every_other].reshape(-1, t.T.shape[2]))
+
+
+def test_chromaticity_distance_plane_by_plane_is_the_norm_of_the_merged_image() -> None:
+    """_plane_distance (the hand detector's chromaticity distances on separate planes)
+    is the norm over the last axis of the merged image minus the reference, written
+    out (the same float32 sums) and as numpy computes it."""
+    import cv2
+
+    from vision.cards import _plane_distance
+
+    rng = np.random.default_rng(14)
+    planes = tuple(rng.random((40, 50)).astype(np.float32) for _ in range(3))
+    ref = rng.random(3).astype(np.float32)
+    v = cv2.merge(planes) - ref
+    got = _plane_distance(planes, ref)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, np.sqrt(v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2]))
+    assert np.allclose(got, np.linalg.norm(v, axis=-1), rtol=1e-6, atol=1e-7)
+
+
+def test_white_reference_of_all_markers_at_once_is_the_median_of_each(rendered_setup) -> None:
+    """WhiteReference takes the paper's median colour of every marker in one call when
+    every point lies on the image: the gains are the nominal paper colour over the
+    median of the per-marker medians, as one marker at a time gives them."""
+    from vision.board import sample
+    from vision.cards import _LUT
+
+    setup, cal = rendered_setup
+    state = st.bloxo_state(KIT, np.random.default_rng(9_175), cards=6)
+    image, _ = _render(setup, state, "warm-dim", 9_175)
+    rec = Recognizer(cal)
+    rec.process(image, 0.0, 0)
+    white = rec.reader.white
+    cols = []
+    for g in white.groups:
+        v = sample(image, rec.reader.view.project(g))
+        assert not np.isnan(v).any()
+        cols.append(np.median(_LUT[np.clip(np.round(v), 0, 255).astype(np.uint8)][:, ::-1], axis=0))
+    cols_a = np.array(cols)
+    # (no marker left out as an outlier here: all of them are in the median)
+    chroma = (cols_a.max(axis=1) - cols_a.min(axis=1)) / cols_a.max(axis=1)
+    assert len(cols) >= 3 and cols_a.sum(axis=1).min() >= 0.6 * cols_a.sum(axis=1).max()
+    assert chroma.max() <= np.median(chroma) + 0.15
+    assert np.array_equal(white.update(image, rec.reader.view), white.nominal / np.median(cols_a, axis=0))
