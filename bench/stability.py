@@ -1,6 +1,7 @@
 """Benchmark of the Block Out! stability detector on simulated traces.
 
     .venv/bin/python bench/stability.py [--seeds 20000..20099 | --first 20000 --count 100] [--jobs 2]
+        [--set NAME=VALUE ...]  (StabilityConfig fields, e.g. --set settle_fit_s=0 for the unfitted crossing)
 
 Seeds 10 000 and up were never used while developing or tuning (tests and tuning
 use seeds below 10 000). 10 000..10 099 were reported once (before the simulator's
@@ -38,9 +39,10 @@ from device.tracesim import simulate  # noqa: E402
 MATCH_S = 0.3
 
 
-def one(seed: int) -> dict:
+def one(job: tuple[int, dict[str, float]]) -> dict:
+    seed, overrides = job
     tr = simulate(seed)
-    ev = detect(zip(tr.t, tr.acc[:, 0], tr.acc[:, 1], tr.acc[:, 2]), StabilityConfig())
+    ev = detect(zip(tr.t, tr.acc[:, 0], tr.acc[:, 1], tr.acc[:, 2]), StabilityConfig().with_overrides(overrides))
     out: dict = {"seed": seed, "chip": tr.meta["chip"], "fall_kind": tr.meta["fall"],
                  "disturbances": [d["type"] for d in tr.meta["disturbances"]],
                  "falls": 0, "missed_falls": [], "false_falls": [], "lat_impact": [], "lat_leave": [],
@@ -88,7 +90,22 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--seeds", help="inclusive range A..B (overrides --first/--count)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a StabilityConfig field for this run (repeatable)")
     a = ap.parse_args()
+    overrides: dict[str, float] = {}
+    for item in a.set:
+        name, sep, value = item.partition("=")
+        try:
+            overrides[name] = float(value)
+        except ValueError:
+            ap.error(f"--set wants NAME=VALUE with a number, not {item!r}")
+        if not sep:
+            ap.error(f"--set wants NAME=VALUE, not {item!r}")
+    try:
+        StabilityConfig().with_overrides(overrides)
+    except ValueError as exc:
+        ap.error(str(exc))
     if a.seeds:
         lo, sep, hi = a.seeds.partition("..")
         if not sep or not lo.isdigit() or not hi.isdigit() or int(hi) < int(lo):
@@ -98,7 +115,7 @@ def main() -> int:
         seeds = list(range(a.first, a.first + a.count))
     t0 = time.time()
     with ProcessPoolExecutor(a.jobs) as pool:
-        rows = list(pool.map(one, seeds, chunksize=4))
+        rows = list(pool.map(one, [(s, overrides) for s in seeds], chunksize=4))
     wall = time.time() - t0
 
     def cat(key):
@@ -109,6 +126,7 @@ def main() -> int:
     falls = sum(r["falls"] for r in rows)
     res = {
         "seeds": [seeds[0], seeds[-1]],
+        "config_overrides": overrides,
         "traces": len(rows),
         "chips": {c: sum(r["chip"] == c for r in rows) for c in sorted({r["chip"] for r in rows})},
         "disturbances": {k: sum(r["disturbances"].count(k) for r in rows) for k in ("knock", "elbow")},
@@ -134,7 +152,8 @@ def main() -> int:
     }
     li, ll, se = res["fall_latency_from_first_impact_s"], res["fall_latency_from_block_leaving_s"], res["stood_error_s"]
     print(f"stability bench: {res['traces']} traces, seeds {seeds[0]}..{seeds[-1]} (held out), "
-          f"chips {res['chips']}, knocks {res['disturbances']['knock']}, elbows {res['disturbances']['elbow']}")
+          f"chips {res['chips']}, knocks {res['disturbances']['knock']}, elbows {res['disturbances']['elbow']}"
+          + (f", config {overrides}" if overrides else ""))
     print(f"falls: {res['falls_detected']}/{falls} detected, missed {len(res['missed_falls'])}, "
           f"false falls {len(res['false_falls'])}")
     if li:

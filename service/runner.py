@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Iterator
 
 from service.recording import Recording
 from service.table import TableService
@@ -246,6 +247,8 @@ class AccelRunner(SourceRunner):
 
     #: how much source time is replayed between waits for the wall clock
     PACE_STEP_S = 0.02
+    #: samples read ahead of the detector at most (~3 minutes at 500 Hz)
+    READ_AHEAD = 100_000
 
     def __init__(self, service: TableService, samples: Any, detector: Any,
                  inputs: list[dict[str, Any]] | None = None, speed: float = 1.0) -> None:
@@ -259,7 +262,7 @@ class AccelRunner(SourceRunner):
         status = self.service.source
         pending = list(self.inputs)
         paced_until = None
-        for item in self.samples:
+        for item in self._read_ahead():
             if self._stop_event.is_set():
                 return
             if isinstance(item, dict):
@@ -280,11 +283,52 @@ class AccelRunner(SourceRunner):
             for event in self.detector.update(*item):
                 self._feed({"kind": "stability", "event": event["event"], "t": event["t"]})
             status.position += 1
+        if self._stop_event.is_set():
+            return
         for event in self.detector.finish():
             self._feed({"kind": "stability", "event": event["event"], "t": event["t"]})
         for line in pending:
             self._feed(line)
         status.finished = True
+
+    def _read_ahead(self) -> Iterator[Any]:
+        """``self.samples``, read on a thread of their own: a live chip's FIFO (the
+        ADXL345's holds 80 ms of samples) must keep being emptied while the detector
+        works on a decision (its settle fit takes ~0.1 s, longer on a Pi). An error of
+        the samples' iterator is raised here, after the samples read before it."""
+        ahead: queue.Queue = queue.Queue(maxsize=self.READ_AHEAD)
+        end = object()
+        failed: list[BaseException] = []
+
+        def put(item: Any) -> bool:
+            while not self._stop_event.is_set():
+                try:
+                    ahead.put(item, timeout=0.2)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def read() -> None:
+            try:
+                for item in self.samples:
+                    if not put(item):
+                        return
+            except Exception as exc:  # noqa: BLE001 - handed to the detector's thread
+                failed.append(exc)
+            put(end)
+
+        threading.Thread(target=read, name="bloxcam-accel-read", daemon=True).start()
+        while not self._stop_event.is_set():
+            try:
+                item = ahead.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if item is end:
+                if failed:
+                    raise failed[0]
+                return
+            yield item
 
     def _feed(self, line: dict[str, Any]) -> None:
         if self.resume_after is not None and float(line.get("t", 0.0)) <= self.resume_after:
