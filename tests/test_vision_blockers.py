@@ -250,6 +250,26 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
     assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]
 
 
+@pytest.mark.parametrize("seed, preset, at_least", [(8_720_504, "hands", 30), (8_760_001, "everything", 81)])
+def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, preset, at_least) -> None:
+    """Two development scenes (rendered as bench/vision_cards_tiles.py renders them) whose
+    arms were read as an empty board: a pale arm over a lilac paper, off the paper's
+    colour (FOREIGN_FAR_CHROMA) though hardly more saturated than it; and an arm right
+    under the camera over half the markers, which takes the white balance with it."""
+    setup = sc.sample_setup(KIT, "blockers", seed, model="cm3")
+    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
+    s2 = seed * 100 + sc.PRESETS.index(preset)
+    rng = np.random.default_rng(s2)
+    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
+    cond = sc.sample_conditions(s2, preset, area=KIT.area_mm("blockers"), kit=KIT)
+    r = sc.render_frame(setup, state, cond, s2)
+    ok, png = cv2.imencode(".png", r.image)
+    obs = read_still(Recognizer(cal), cv2.imdecode(png, cv2.IMREAD_COLOR))
+    assert len(r.truth["occluded"]) >= at_least and obs["stable"] is False
+    m = score(r.truth, obs)
+    assert m["occlusion_missed"][0] == 0, m
+
+
 def test_ink_boxes_are_the_ink_box_of_each_image() -> None:
     from vision.glyphs import ink_box, ink_boxes
 

@@ -55,6 +55,10 @@ PRINTLESS_INK = 0.02
 # also clearly more saturated than this frame's paper spaces is something lying on it.
 FOREIGN_PAPER_CHROMA = 0.08
 FOREIGN_SATURATION = 0.15
+# ... or, whatever its saturation, this far from the paper's chromaticity: glare and
+# shading move an empty space's chromaticity by up to ~0.13 on development scenes, pale
+# skin over a lilac paper lies ~0.25 away while hardly more saturated than that paper.
+FOREIGN_FAR_CHROMA = 0.2
 
 
 def edition_symbols(edition: Any = None) -> list[str]:
@@ -151,10 +155,10 @@ class Recognizer:
             return obs
         cover = hands.cell_cover.copy() if hands.cell_cover is not None else np.zeros((n, n))
         odd = foreign_spaces(spaces)
-        if 2 * self.pose_guard.hidden > len(self.kit.marker_corners("blockers")):
-            # Most markers are covered: an arm lies over the board's corners, and the
-            # white balance (fitted on the markers' paper) is taken from skin. Nothing
-            # read in this frame can be trusted.
+        if 2 * self.pose_guard.hidden >= len(self.kit.marker_corners("blockers")):
+            # Half the markers or more are covered: an arm lies over the board's corners
+            # (or right under the camera), and the white balance (fitted on the markers'
+            # paper) is taken largely from skin. Nothing read in this frame can be trusted.
             odd[:] = True
         # A hand is an arm reaching in over the board's edge and covering several
         # spaces: keep only such regions (a badly printed tile or a shadow is not one).
@@ -225,16 +229,17 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
     """(n, n) bool: spaces whose reading is neither a tile nor the board's paper.
 
     A tile without print and off its colour reference (``PRINTLESS_*``), or an "empty"
-    space off the paper's colour, not whitened by glare, and more saturated than the
-    paper spaces of the same frame by ``FOREIGN_SATURATION``. The paper's saturation is
-    measured in the frame (its print, the light and the sensor's noise all raise it);
-    with no paper space in sight every off-paper space counts."""
+    space off the paper's colour, not whitened by glare, and either more saturated than
+    the paper spaces of the same frame by ``FOREIGN_SATURATION`` or far off the paper's
+    colour (``FOREIGN_FAR_CHROMA``). The paper's saturation is measured in the frame (its
+    print, the light and the sensor's noise all raise it); with no paper space in sight
+    every off-paper space counts."""
     flat = [s for row in spaces for s in row]
     paper = [s.saturation for s in flat if not s.tile and (s.whitish or s.board_dist < 0.5 * FOREIGN_PAPER_CHROMA)]
     paper_sat = float(np.median(paper)) if len(paper) >= 5 else -np.inf
     return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
                       or (not s.tile and not s.whitish and s.board_dist > FOREIGN_PAPER_CHROMA
-                          and s.saturation > paper_sat + FOREIGN_SATURATION)
+                          and (s.saturation > paper_sat + FOREIGN_SATURATION or s.board_dist > FOREIGN_FAR_CHROMA))
                       for s in row] for row in spaces])
 
 
