@@ -250,13 +250,16 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
     assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]
 
 
-@pytest.mark.parametrize("seed, preset, at_least", [(8_720_504, "hands", 30), (8_760_001, "everything", 81)])
-def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, preset, at_least) -> None:
-    """Two development scenes (rendered as bench/vision_cards_tiles.py renders them) whose
-    arms were read as an empty board: a pale arm over a lilac paper, off the paper's
-    colour (FOREIGN_FAR_CHROMA) though hardly more saturated than it; and an arm right
-    under the camera over half the markers, which takes the white balance with it."""
-    setup = sc.sample_setup(KIT, "blockers", seed, model="cm3")
+@pytest.mark.parametrize("seed, model, preset, at_least", [(8_720_504, "cm3", "hands", 30),
+                                                           (8_790_008, "cm3-wide", "hands", 30),
+                                                           (8_760_001, "cm3", "everything", 81)])
+def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, model, preset, at_least) -> None:
+    """Development scenes (rendered as bench/vision_cards_tiles.py renders them) whose
+    arms were read as an empty board: pale arms over a lilac paper, far off the paper's
+    colour (FOREIGN_FAR_CHROMA) though hardly more saturated than it, or a little less
+    far and a little more saturated (FOREIGN_COMBINED); and an arm right under the camera
+    over half the markers, which takes the white balance with it."""
+    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
     cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
     s2 = seed * 100 + sc.PRESETS.index(preset)
     rng = np.random.default_rng(s2)

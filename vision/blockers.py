@@ -55,10 +55,13 @@ PRINTLESS_INK = 0.02
 # also clearly more saturated than this frame's paper spaces is something lying on it.
 FOREIGN_PAPER_CHROMA = 0.08
 FOREIGN_SATURATION = 0.15
-# ... or, whatever its saturation, this far from the paper's chromaticity: glare and
-# shading move an empty space's chromaticity by up to ~0.13 on development scenes, pale
-# skin over a lilac paper lies ~0.25 away while hardly more saturated than that paper.
+# ... or, whatever its saturation, this far from the paper's chromaticity; or off it in
+# both at once: (distance / FOREIGN_FAR_CHROMA + extra saturation / FOREIGN_SATURATION)
+# at least FOREIGN_COMBINED. On development scenes glare and shading put visible empty
+# spaces at most ~0.13 away and at 1.23 combined; pale skin over a lilac paper lies
+# 0.2-0.26 away while only 0.12-0.14 more saturated than that paper (1.9-2.1 combined).
 FOREIGN_FAR_CHROMA = 0.2
+FOREIGN_COMBINED = 1.4
 
 
 def edition_symbols(edition: Any = None) -> list[str]:
@@ -229,17 +232,23 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
     """(n, n) bool: spaces whose reading is neither a tile nor the board's paper.
 
     A tile without print and off its colour reference (``PRINTLESS_*``), or an "empty"
-    space off the paper's colour, not whitened by glare, and either more saturated than
-    the paper spaces of the same frame by ``FOREIGN_SATURATION`` or far off the paper's
-    colour (``FOREIGN_FAR_CHROMA``). The paper's saturation is measured in the frame (its
-    print, the light and the sensor's noise all raise it); with no paper space in sight
-    every off-paper space counts."""
+    space off the paper's colour (``FOREIGN_PAPER_CHROMA``), not whitened by glare, and
+    either far off it (``FOREIGN_FAR_CHROMA``) or off it and more saturated than the
+    paper spaces of the same frame, the two together (``FOREIGN_COMBINED``; more
+    saturated by ``FOREIGN_SATURATION`` is enough). The paper's saturation is measured in
+    the frame (its print, the light and the sensor's noise all raise it); with no paper
+    space in sight every off-paper space counts."""
     flat = [s for row in spaces for s in row]
     paper = [s.saturation for s in flat if not s.tile and (s.whitish or s.board_dist < 0.5 * FOREIGN_PAPER_CHROMA)]
     paper_sat = float(np.median(paper)) if len(paper) >= 5 else -np.inf
+
+    def off_paper(s: SpaceReading) -> bool:
+        far = s.board_dist / FOREIGN_FAR_CHROMA
+        more_saturated = max(s.saturation - paper_sat, 0.0) / FOREIGN_SATURATION
+        return s.board_dist > FOREIGN_PAPER_CHROMA and (far >= 1.0 or far + more_saturated >= FOREIGN_COMBINED)
+
     return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
-                      or (not s.tile and not s.whitish and s.board_dist > FOREIGN_PAPER_CHROMA
-                          and (s.saturation > paper_sat + FOREIGN_SATURATION or s.board_dist > FOREIGN_FAR_CHROMA))
+                      or (not s.tile and not s.whitish and off_paper(s))
                       for s in row] for row in spaces])
 
 
