@@ -13,6 +13,9 @@ Extra fields (documented additions to the observation format):
 * ``cards[i].disagreements``: quadrants whose colour and contour shape disagree, as
   ``{"quadrant": k, "color": c, "shape": s}``; such a quadrant is reported as
   ``[colour, null]`` (shape unread), never with a shape that contradicts R-BLOXO-1;
+  an outline that fits the other shape only barely better (correlation margin below
+  ``UNSURE_SHAPE_MARGIN``: a thin star under strong defocus) is no evidence of a
+  misprint: its card is occluded instead;
 * ``state.misplaced``: cards far off the grid or lying on another card:
   ``{"near": [x, y], "why": "off-grid" | "on-top", "covers": [[x, y], ...],
   "offset_mm", "rotation_deg", "quadrants"}``. The grid positions they cover are also
@@ -36,6 +39,12 @@ from vision.cards import Card, CardReader, CardsResult, PoseGuard
 from vision.motion import StabilityGate
 
 QUADRANT_OFFSETS = ((-1, -1), (1, -1), (1, 1), (-1, 1))  # NW, NE, SE, SW (x right, y near)
+# Correlation margin (best shape over the next, see vision.cards.ShapeTemplates) below
+# which an outline that disagrees with its colour is taken as unreadable, not as a
+# misprint: on strongly defocused dev scenes, stars read as diamonds had margins
+# of 0.002 to 0.01; a real misprint (a pink star, rendered) reads by 0.14 in neutral
+# light and by 0.03 or more under defocus or motion blur.
+UNSURE_SHAPE_MARGIN = 0.015
 
 
 class Recognizer:
@@ -51,6 +60,9 @@ class Recognizer:
         self.reader = CardReader(self.view, calibration.survey)
         self.gate = StabilityGate(stable_seconds)
         self.edition = edition
+        # a disagreement between colour and outline (R-BLOXO-1) is reported only when the
+        # outline's best shape beats the next one by at least this correlation margin
+        self.unsure_margin = UNSURE_SHAPE_MARGIN
         self._known: dict[tuple[int, int], list] = {}  # last stable cards, for cards under a hand
         self.last: CardsResult | None = None
 
@@ -80,10 +92,15 @@ class Recognizer:
                 occluded.add(c.at)  # type: ignore[arg-type]
                 continue
             entry, conf = _card_json(c, self.reader.expected_shape)
-            if entry.get("disagreements") and (res.foreign_at(c.centre[0], c.centre[1], 1.5 * half) > 0
-                                               or res.foreign_at(c.centre[0], c.centre[1], 1.5 * half, "glare") > 0):
+            disagree = entry.get("disagreements", [])
+            if disagree and (res.foreign_at(c.centre[0], c.centre[1], 1.5 * half) > 0
+                             or res.foreign_at(c.centre[0], c.centre[1], 1.5 * half, "glare") > 0
+                             or min(c.quads[d["quadrant"]].shape_margin for d in disagree) < self.unsure_margin):
                 # colour and outline disagree next to a hand or a glare spot: something
-                # over the print, not a misprint (R-BLOXO-1): the card is occluded
+                # over the print, not a misprint (R-BLOXO-1); or the outline fits the
+                # other shape barely better than the colour's own (a thin star under
+                # strong defocus): unreadable, no evidence of a misprint. The card is
+                # occluded, not guessed.
                 occluded.add(c.at)  # type: ignore[arg-type]
                 continue
             cards.append(entry)

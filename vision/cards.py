@@ -15,8 +15,10 @@ How a frame is read:
    shape size ringed by black face (an opening first cuts the necks blur draws
    between a shape and the table; a second look at a higher threshold, and a third
    that counts whatever lies outside the card faces as face, separate shapes blur has
-   joined to the table; both are skipped when the first look's whole cards cover
-   every pixel of face: nothing is left for them to find). Hands and arms are what
+   joined to the table; a fourth, with the face threshold relative to the brightest
+   shape nearby, separates bright shapes strong defocus has joined into chains; all
+   are skipped when the first look's whole cards cover every pixel of face: nothing
+   is left for them to find). Hands and arms are what
    is neither table nor card; on a table as dark as the card faces, what reaches in
    over the play area's edge.
 3. Each shape's colour is classified by chromaticity (shading and light level do not
@@ -969,6 +971,7 @@ class _Increment:
     blobs: list
     pairs: list  # (blob, chromaticity) of every shape read, for reuse
     result: CardsResult
+    local: bool = True  # the full read's local look found shapes (see _read_changed)
     run: int = 0
 
 
@@ -1004,6 +1007,8 @@ class CardReader:
         self.partial_reads = 0  # changed frames read only around the change (see _read_changed)
         self.looks_skipped = 0  # segmentations whose further looks were not needed (see _explained)
         self._grouped: tuple[CardsResult, list[Blob], set[int]] | None = None  # set by _explained
+        self._local_wanted = True  # run the local look (see _segment, _read_changed)
+        self._local_found = False  # the last full read's local look found shapes
         self._inc: _Increment | None = None
         self.same = SameFrame()
         self._last: tuple[tuple[int, int], CardsResult] | None = None
@@ -1069,6 +1074,7 @@ class CardReader:
         self._offset = (x0, y0)
         ws = s[y0:y1, x0:x1]
         self._grouped = None  # the first look's grouping, if _explained keeps it
+        self._local_wanted, self._local_found = True, False
         blobs = self._segment(linb[y0:y1, x0:x1], ws, sb[y0:y1, x0:x1], dark[y0:y1, x0:x1], thr, face_level, weakest,
                               gains)
         self._previous = self._current if self.reuse else []
@@ -1077,7 +1083,8 @@ class CardReader:
         result.foreign, result.glare = foreign_mask(linb, s, dark, gains, card_mm2=self.kit.bloxo.card_mm ** 2)
         self._covered_unread(result, dark)
         self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
-                               _blocks(warp), dark, blobs, list(self._previous), result) if self.reuse else None
+                               _blocks(warp), dark, blobs, list(self._previous), result,
+                               local=self._local_found) if self.reuse else None
         return result
 
     # A changed frame usually differs from the last one read in one place: a card put
@@ -1140,6 +1147,9 @@ class CardReader:
         self._current = []
         self._pending = []
         self._offset = (x0, y0)
+        # The local look (see _local_dark) only where the full read needed it: the blur
+        # that joins bright shapes is the whole frame's, and a partial read keeps its light.
+        self._local_wanted = st.local
         found = self._segment(linb, s, sb, dark_w, st.thr, st.face_level, st.weakest, gains)
         new_pairs = [p for p in self._current
                      if ix0 <= p[0].x * COARSE_PPM - 0.5 < ix1 and iy0 <= p[0].y * COARSE_PPM - 0.5 < iy1]
@@ -1261,7 +1271,11 @@ class CardReader:
         looks = [sb < hi_thr] if hi_thr > thr else []
         if outside.any():
             looks.append(dark | outside)
+        local = self._local_dark(sb, thr, face_level) if self._local_wanted else None
+        if local is not None:
+            looks.append(local)
         for dark2 in looks:
+            n_before = len(blobs)
             closed2 = cv2.morphologyEx(dark2.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
             looked = _Components((~closed2).view(np.uint8), 0.5 * self.area_lo * COARSE_PPM ** 2,
                                  self.area_hi * 1.6 * COARSE_PPM ** 2)
@@ -1279,7 +1293,27 @@ class CardReader:
                 if i in prep2:
                     self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines)
             self._trace(s, labels2, outlines, face_level)
+            if dark2 is local:
+                self._local_found = len(blobs) > n_before  # (see _read_changed)
         return blobs
+
+    # Fourth look: a pixel is face when it rises above the face by less than
+    # LOCAL_FACE_FRACTION of the brightest point within a shape's width (see _local_dark).
+    LOCAL_FACE_FRACTION = 0.4
+
+    def _local_dark(self, sb: np.ndarray, thr: float, face_level: float) -> np.ndarray:
+        """Face relative to the shapes around it: under strong defocus a bright shape
+        (a yellow disc) spills so much light over the narrow face between it and its
+        neighbours, or the card's edge, that no fixed threshold that still keeps the
+        dim shapes (green stars) finds that face: the bright shapes merge into chains
+        or into the table. Everything that rises above ``face_level`` by less than
+        :attr:`LOCAL_FACE_FRACTION` of the brightest point within a shape's diameter
+        (a blurred outline lies at half its shape's peak) is face there, besides what
+        ``thr`` makes face everywhere."""
+        d = int(round(self.shape_mm * COARSE_PPM)) | 1
+        peak = cv2.dilate(sb, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d)))
+        f = np.float32(self.LOCAL_FACE_FRACTION)
+        return (sb < thr) | (sb < f * peak + (1 - f) * np.float32(face_level))
 
     # The further looks are skipped when the first look's cards explain all the face
     # (see _explained): the face may reach EXPLAINED_MARGIN_MM beyond a card's fitted
