@@ -342,6 +342,36 @@ def test_placing_hands_wobble_is_not_a_fall(seed):
     _match(tr.events, ev)
 
 
+def test_the_hands_release_is_not_a_fall_but_a_landing_under_the_hand_is_R_BLOCKOUT_3():
+    """Seed 1093 (a "hold" fall on its third placement): the hand lets go of the first
+    block while the base rocks hard under its tremor; taking that force off in 10-30 ms
+    puts a short transient just over impact_snr in the high band, with the detector still
+    "placing". It is not a fall (the stood that follows counts); the knocked-off blocks'
+    landing under the hand later rings far above hand_impact_snr and is a fall at once."""
+    tr = simulate(1093)
+    first_count = [e["t"] for e in tr.events if e["event"] == "counting"][0]
+    old = _run(tr, StabilityConfig(hand_impact_snr=StabilityConfig().impact_snr))
+    assert [e for e in old if e["event"] == "fell" and e["t"] < first_count]  # the premise
+    ev = _run(tr)
+    _match(tr.events, ev)
+    fell = [e for e in ev if e["event"] == "fell"][0]
+    truth = [e for e in tr.events if e["event"] == "fell"][0]
+    assert tr.meta["fall"] == "hold" and fell["why"] == "impact with the hand on the stack"
+    assert fell["detected"] - truth["t_impact"] < 0.01
+
+
+def test_a_light_block_knocked_off_by_the_placing_hand_is_a_fall_R_BLOCKOUT_3():
+    """Seed 1639: an 8.6 g block leaves the stack under the hand and lands on the table,
+    the weakest such landing on the development seeds (just over hand_impact_snr); no
+    bounce or tilt change follows (the block that left is the one being placed), so
+    only the hand rule catches it."""
+    tr = simulate(1639)
+    assert tr.meta["fall"] == "hold" and tr.meta["fall_detail"]["group_mass"] < 0.01
+    ev = _run(tr)
+    _match(tr.events, ev)
+    assert ev[-1]["why"] == "impact with the hand on the stack"
+
+
 # -- impacts judged against the chip's own noise and the ring's envelope ---------------
 
 
