@@ -23,6 +23,7 @@ Prints the figures and writes bench/results/stability.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -39,10 +40,10 @@ from device.tracesim import simulate  # noqa: E402
 MATCH_S = 0.3
 
 
-def one(job: tuple[int, dict[str, float]]) -> dict:
-    seed, overrides = job
+def one(job: tuple[int, StabilityConfig]) -> dict:
+    seed, config = job
     tr = simulate(seed)
-    ev = detect(zip(tr.t, tr.acc[:, 0], tr.acc[:, 1], tr.acc[:, 2]), StabilityConfig().with_overrides(overrides))
+    ev = detect(zip(tr.t, tr.acc[:, 0], tr.acc[:, 1], tr.acc[:, 2]), config)
     out: dict = {"seed": seed, "chip": tr.meta["chip"], "fall_kind": tr.meta["fall"],
                  "disturbances": [d["type"] for d in tr.meta["disturbances"]],
                  "falls": 0, "missed_falls": [], "false_falls": [], "lat_impact": [], "lat_leave": [],
@@ -93,19 +94,13 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a StabilityConfig field for this run (repeatable)")
     a = ap.parse_args()
-    overrides: dict[str, float] = {}
-    for item in a.set:
-        name, sep, value = item.partition("=")
-        try:
-            overrides[name] = float(value)
-        except ValueError:
-            ap.error(f"--set wants NAME=VALUE with a number, not {item!r}")
-        if not sep:
-            ap.error(f"--set wants NAME=VALUE, not {item!r}")
     try:
-        StabilityConfig().with_overrides(overrides)
+        config = StabilityConfig().with_settings(a.set)
     except ValueError as exc:
         ap.error(str(exc))
+    default = StabilityConfig()
+    overrides = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                 if getattr(config, f.name) != getattr(default, f.name)}
     if a.seeds:
         lo, sep, hi = a.seeds.partition("..")
         if not sep or not lo.isdigit() or not hi.isdigit() or int(hi) < int(lo):
@@ -115,7 +110,7 @@ def main() -> int:
         seeds = list(range(a.first, a.first + a.count))
     t0 = time.time()
     with ProcessPoolExecutor(a.jobs) as pool:
-        rows = list(pool.map(one, [(s, overrides) for s in seeds], chunksize=4))
+        rows = list(pool.map(one, [(s, config) for s in seeds], chunksize=4))
     wall = time.time() - t0
 
     def cat(key):

@@ -269,6 +269,24 @@ class StabilityConfig:
             clean[name] = float(value)
         return dataclasses.replace(self, **clean)
 
+    def with_settings(self, pairs: Iterable[str]) -> StabilityConfig:
+        """This configuration with ``NAME=VALUE`` settings applied (``--set`` of
+        ``bloxcam stability`` and of bench/stability.py): VALUE a number, or ``none``
+        for a field that is measured when None. Raises ValueError saying which."""
+        values: dict[str, float | None] = {}
+        for pair in pairs:
+            name, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"--set wants NAME=VALUE, not {pair!r}")
+            try:
+                values[name] = None if value.lower() == "none" else float(value)
+            except ValueError:
+                raise ValueError(f"--set {name}: {value!r} is not a number") from None
+        try:
+            return self.with_overrides(values)
+        except ValueError as exc:
+            raise ValueError(f"--set NAME=VALUE: {exc}") from None
+
 
 # ---------------------------------------------------------------------------------
 # Filters (second-order Butterworth sections by the bilinear transform).

@@ -460,3 +460,15 @@ def test_overrides_are_checked_and_leave_the_defaults_alone():
                      ({"count_s": float("nan")}, "count_s must be a number"), ({"hold_s": True}, "hold_s")):
         with pytest.raises(ValueError, match=why):
             base.with_overrides(bad)
+
+
+def test_settings_are_name_value_pairs_of_the_same_checks():
+    """``--set NAME=VALUE`` (bloxcam stability, bench/stability.py) is with_overrides of
+    the parsed numbers; ``none`` for a field measured when None."""
+    base = StabilityConfig()
+    cfg = base.with_settings(["base_hit_g=2", "hf_noise_rms=none", "settle_level=0.25"])
+    assert cfg == base.with_overrides({"base_hit_g": 2, "hf_noise_rms": None, "settle_level": 0.25})
+    for bad, why in ((["train_s"], "wants NAME=VALUE"), (["train_s=x"], "'x' is not a number"),
+                     (["bogus=1"], "NAME=VALUE: unknown threshold 'bogus'"), (["train_s=-1"], "train_s must be")):
+        with pytest.raises(ValueError, match=why):
+            base.with_settings(bad)

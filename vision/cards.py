@@ -49,7 +49,7 @@ import cv2
 import numpy as np
 
 from calibration.colour import srgb_lut, srgb_to_linear
-from vision.colours import segment_distance
+from vision.colours import centred_unit_rows, segment_distance
 
 _LUT = srgb_lut()
 _LUT3 = np.ascontiguousarray(np.repeat(_LUT[:, None], 3, axis=1)).reshape(1, 256, 3)
@@ -640,7 +640,7 @@ class ShapeTemplates:
         for p, blur in enumerate(self.blurs):
             for j, base in enumerate(bases):
                 T[p, j] = _apply_blur(base, *blur).ravel()[self._idx]
-        self.T = _normalise_rows(T.reshape(-1, len(self._idx))).reshape(T.shape)
+        self.T = centred_unit_rows(T.reshape(-1, len(self._idx))).reshape(T.shape)
         self._coarse = np.ascontiguousarray(self.T[:, coarse]).reshape(-1, len(self._idx))
         self._n_coarse = len(coarse)
         self._chosen: dict[tuple, np.ndarray] = {}  # the templates of the last blurs classified with, (B K, D)
@@ -671,7 +671,7 @@ class ShapeTemplates:
         if again.any():
             moved = centres[again] + np.column_stack([dx[again], dy[again]])
             v[again] = _unit_range(_sub_pixel_patches(s, moved, n, 0), lo[again], span[again])
-        return _normalise_rows(v.reshape(len(v), -1)[:, self._idx])
+        return centred_unit_rows(v.reshape(len(v), -1)[:, self._idx])
 
     def estimate_blur(self, X: np.ndarray, keep: int = 3) -> np.ndarray:
         """Indices of the ``keep`` candidate blurs that fit the patches ``X`` best.
@@ -740,11 +740,6 @@ def _unit_range(v: np.ndarray, lo: np.ndarray, span: np.ndarray) -> np.ndarray:
     v -= lo
     v /= span
     return np.clip(v, 0.0, 1.0, out=v)
-
-
-def _normalise_rows(X: np.ndarray) -> np.ndarray:
-    X = X - X.mean(axis=1, keepdims=True)
-    return X / (np.linalg.norm(X, axis=1, keepdims=True) + 1e-6)
 
 
 # ------------------------------------------------------------------------ hands
@@ -1007,8 +1002,7 @@ class CardReader:
         self.partial_reads = 0  # changed frames read only around the change (see _read_changed)
         self.looks_skipped = 0  # segmentations whose further looks were not needed (see _explained)
         self._grouped: tuple[CardsResult, list[Blob], set[int]] | None = None  # set by _explained
-        self._local_wanted = True  # run the local look (see _segment, _read_changed)
-        self._local_found = False  # the last full read's local look found shapes
+        self._local_found = False  # the last _segment's local look found shapes (see _read_changed)
         self._inc: _Increment | None = None
         self.same = SameFrame()
         self._last: tuple[tuple[int, int], CardsResult] | None = None
@@ -1074,7 +1068,6 @@ class CardReader:
         self._offset = (x0, y0)
         ws = s[y0:y1, x0:x1]
         self._grouped = None  # the first look's grouping, if _explained keeps it
-        self._local_wanted, self._local_found = True, False
         blobs = self._segment(linb[y0:y1, x0:x1], ws, sb[y0:y1, x0:x1], dark[y0:y1, x0:x1], thr, face_level, weakest,
                               gains)
         self._previous = self._current if self.reuse else []
@@ -1149,8 +1142,7 @@ class CardReader:
         self._offset = (x0, y0)
         # The local look (see _local_dark) only where the full read needed it: the blur
         # that joins bright shapes is the whole frame's, and a partial read keeps its light.
-        self._local_wanted = st.local
-        found = self._segment(linb, s, sb, dark_w, st.thr, st.face_level, st.weakest, gains)
+        found = self._segment(linb, s, sb, dark_w, st.thr, st.face_level, st.weakest, gains, local_look=st.local)
         new_pairs = [p for p in self._current
                      if ix0 <= p[0].x * COARSE_PPM - 0.5 < ix1 and iy0 <= p[0].y * COARSE_PPM - 0.5 < iy1]
         ids = {id(p[0]) for p in new_pairs}
@@ -1200,10 +1192,13 @@ class CardReader:
                 result.partial[(x, y)] = 0
 
     def _segment(self, linb: np.ndarray, s: np.ndarray, sb: np.ndarray, dark: np.ndarray, thr: float,
-                 face_level: float, weakest: float, gains: np.ndarray) -> list[Blob]:
+                 face_level: float, weakest: float, gains: np.ndarray, local_look: bool = True) -> list[Blob]:
         """The shapes of a (part of the) warp: bright blobs ringed by black face, read
         (colour, outline queued for :meth:`_read_shapes`) or reused from the previous
-        frame. Pixel coordinates are of the arrays given, offset by ``self._offset``."""
+        frame. Pixel coordinates are of the arrays given, offset by ``self._offset``.
+        ``local_look``: whether the fourth look (:meth:`_local_dark`) may run; whether it found
+        shapes is left in ``self._local_found``."""
+        self._local_found = False
         view = self.view
         # Shapes are the holes of the black card faces: bright blobs wholly ringed by
         # black. The table, hands and glare on the table are not ringed by black.
@@ -1271,9 +1266,9 @@ class CardReader:
         looks = [sb < hi_thr] if hi_thr > thr else []
         if outside.any():
             looks.append(dark | outside)
-        local = self._local_dark(sb, thr, face_level) if self._local_wanted else None
-        if local is not None:
-            looks.append(local)
+        local_dark = self._local_dark(sb, thr, face_level) if local_look else None
+        if local_dark is not None:
+            looks.append(local_dark)
         for dark2 in looks:
             n_before = len(blobs)
             closed2 = cv2.morphologyEx(dark2.astype(np.uint8), cv2.MORPH_CLOSE, _DISK7).astype(bool)
@@ -1293,7 +1288,7 @@ class CardReader:
                 if i in prep2:
                     self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines)
             self._trace(s, labels2, outlines, face_level)
-            if dark2 is local:
+            if dark2 is local_dark:
                 self._local_found = len(blobs) > n_before  # (see _read_changed)
         return blobs
 

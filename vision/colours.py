@@ -323,3 +323,10 @@ def confidence_from_costs(costs: np.ndarray, temperature: float) -> np.ndarray:
     z = -(c - c.min(axis=-1, keepdims=True)) / max(temperature, 1e-9)
     p = np.exp(z)
     return p.max(axis=-1) / p.sum(axis=-1)
+
+
+def centred_unit_rows(rows: np.ndarray) -> np.ndarray:
+    """Rows minus their mean, scaled to unit length: the dot product of two such rows
+    is their normalised correlation (template matching of shapes and glyphs)."""
+    rows = rows - rows.mean(axis=1, keepdims=True)
+    return rows / (np.linalg.norm(rows, axis=1, keepdims=True) + 1e-6)

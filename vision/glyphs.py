@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from vision.colours import centred_unit_rows
+
 CANVAS = 32  # normalised glyph canvas, px
 # Streaked templates (GlyphBank.streak_scores): smears of these lengths (canvas px, a
 # print ~28 px tall) in these directions, over a slight focus blur.
@@ -164,9 +166,14 @@ def blurred_template(base: np.ndarray, blur: float) -> np.ndarray:
     fill the canvas, as :func:`normalise_ink` treats an observed print. (Blurring the
     normalised canvas instead leaves the blur's halo outside the box and the shape
     smaller than an observed blurred print of the same face.)"""
-    t = cv2.GaussianBlur(base, (0, 0), blur) if blur else base
-    out = normalise_ink(t / max(float(t.max()), 1e-6), INK_THRESHOLD)
+    out = _as_printed(cv2.GaussianBlur(base, (0, 0), blur) if blur else base)
     return base if out is None else out
+
+
+def _as_printed(ink: np.ndarray) -> np.ndarray | None:
+    """A template's ink as the camera's print is normalised: relative to its darkest
+    ink, cut to its box at the tiles' INK_THRESHOLD and scaled to fill the canvas."""
+    return normalise_ink(ink / max(float(ink.max()), 1e-6), INK_THRESHOLD)
 
 
 def _streak_kernel(length: float, angle_deg: float) -> np.ndarray:
@@ -244,9 +251,7 @@ class GlyphBank:
                 levels.append(j)
         # grouped by (class, blur): one reduction gives each class's best at each blur
         order = np.lexsort((np.array(levels), np.array(classes)))
-        T = np.array(templates, np.float32)[order]
-        T -= T.mean(axis=1, keepdims=True)
-        T /= np.linalg.norm(T, axis=1, keepdims=True) + 1e-6
+        T = centred_unit_rows(np.array(templates, np.float32)[order])
         self.T = T
         self.classes = np.array(classes)[order]
         self.levels = np.array(levels)[order]
@@ -277,15 +282,12 @@ class GlyphBank:
                 soft = cv2.GaussianBlur(base, (0, 0), STREAK_BASE_BLUR)
                 for length in STREAK_LENGTHS:
                     for ang in STREAK_ANGLES:
-                        t = cv2.filter2D(soft, -1, _streak_kernel(length, ang))
-                        out = normalise_ink(t / max(float(t.max()), 1e-6), INK_THRESHOLD)
+                        out = _as_printed(cv2.filter2D(soft, -1, _streak_kernel(length, ang)))
                         if out is not None:
                             rows.append(out.ravel())
                             cls.append(k)
             order = np.argsort(np.array(cls), kind="stable")
-            T = np.array(rows, np.float32)[order]
-            T -= T.mean(axis=1, keepdims=True)
-            T /= np.linalg.norm(T, axis=1, keepdims=True) + 1e-6
+            T = centred_unit_rows(np.array(rows, np.float32)[order])
             cls_sorted = np.array(cls)[order]
             assert len(set(cls)) == len(self.names)
             self._streaked = (T, np.searchsorted(cls_sorted, np.arange(len(self.names))))
@@ -301,9 +303,7 @@ class GlyphBank:
         the index of each class's best template (N, classes) and the normalised canvases
         (N, D). A row of ``best`` and of ``X`` is what :meth:`blur_of` and
         :meth:`discriminate` look at."""
-        X = canvases.reshape(len(canvases), -1).astype(np.float32)
-        X = X - X.mean(axis=1, keepdims=True)
-        X /= np.linalg.norm(X, axis=1, keepdims=True) + 1e-6
+        X = centred_unit_rows(canvases.reshape(len(canvases), -1).astype(np.float32))
         full = (X @ self.T.T)[:, self._class_rows]  # (N, classes, most templates of a class)
         j = full.argmax(axis=2)
         best = self._class_rows[np.arange(len(self.names)), j]  # (N, classes)

@@ -26,19 +26,10 @@ def _config(pairs: list[str]):  # noqa: ANN202
     from device.stability import StabilityConfig  # noqa: PLC0415
     from service.cli import CliError  # noqa: PLC0415
 
-    values: dict[str, float | None] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise CliError(f"--set wants NAME=VALUE, not {pair!r}")
-        try:
-            values[name] = None if value.lower() == "none" else float(value)
-        except ValueError:
-            raise CliError(f"--set {name}: {value!r} is not a number") from None
     try:
-        return StabilityConfig().with_overrides(values)
+        return StabilityConfig().with_settings(pairs)
     except ValueError as exc:
-        raise CliError(f"--set NAME=VALUE: {exc}") from None
+        raise CliError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
