@@ -157,8 +157,55 @@ def survey(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intrin
         n, s = kit.grid(game)  # type: ignore[misc]
         meas = space_colours(image, kit, game, pose, intr)
         out["board"] = {"lab": np.round(np.median(linear_to_lab(meas * gains).reshape(-1, 3), axis=0), 2).tolist()}
+        out["surround"] = surround(image, kit, game, pose, intr)
     out["warnings"] = []
     return out
+
+
+# The table just outside the board, sampled on two lines along each side (between the
+# corner markers, past the board's rim and printed labels), each point the mean of a
+# small patch so that table grain and a slight pose error do not matter.
+SURROUND_OFFSETS_MM = (30.0, 48.0)
+SURROUND_STEP_MM = 12.0
+SURROUND_PATCH_MM = 4.0
+
+
+def surround_points(kit: Kit, game: str) -> tuple[np.ndarray, np.ndarray]:
+    """Board-frame points (N, 2) mm around the play area, and for each (N, 3) ints:
+    side (0 far, 1 right, 2 near, 3 left), line (0 inner, 1 outer), position along the
+    side. The same order every time, so a survey's samples match a later frame's."""
+    w, h = kit.area_mm(game)
+    pts, where = [], []
+    for side, length in enumerate((w, h, w, h)):
+        along = np.arange(SURROUND_STEP_MM / 2, length, SURROUND_STEP_MM)
+        for line, off in enumerate(SURROUND_OFFSETS_MM):
+            for k, a in enumerate(along):
+                p = {0: (a, -off), 1: (w + off, a), 2: (a, h + off), 3: (-off, a)}[side]
+                pts.append(p)
+                where.append((side, line, k))
+    return np.array(pts, float), np.array(where, int)
+
+
+def surround_patch(pts_mm: np.ndarray) -> np.ndarray:
+    """The 3 x 3 patch of sample points round each point: (N * 9, 2), point-major."""
+    d = SURROUND_PATCH_MM * np.array([(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)], float)
+    return (np.asarray(pts_mm, float)[:, None, :] + d[None]).reshape(-1, 2)
+
+
+def surround(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intrinsics) -> dict[str, Any]:
+    """Linear RGB (not balanced) of the empty table round the board at
+    :func:`surround_points`, ``null`` where outside the frame: what an arm reaching in
+    over the board's edge is seen against (vision.surround)."""
+    pts, _ = surround_points(kit, game)
+    patch = surround_patch(pts)
+    px = pose.project(np.column_stack([patch, np.zeros(len(patch))]), intr).astype(np.float32)
+    H, W = image.shape[:2]
+    inside = ((px[:, 0] >= 1) & (px[:, 1] >= 1) & (px[:, 0] <= W - 2) & (px[:, 1] <= H - 2)).reshape(-1, 9).all(axis=1)
+    lin = cv2.LUT(image, np.repeat(_LUT[:, None], 3, axis=1).reshape(1, 256, 3))
+    vals = cv2.remap(lin, px[:, 0].reshape(1, -1), px[:, 1].reshape(1, -1), cv2.INTER_LINEAR).reshape(-1, 9, 3)
+    mean = vals.mean(axis=1)[:, ::-1]
+    return {"offsets_mm": list(SURROUND_OFFSETS_MM), "step_mm": SURROUND_STEP_MM,
+            "lin": [[round(float(v), 5) for v in m] if ok else None for m, ok in zip(mean, inside)]}
 
 
 def _nominal_lab(rgb: tuple) -> list[float]:

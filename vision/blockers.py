@@ -18,7 +18,10 @@ near a mix of a tile's colour and the paper, which the pixel test must accept at
 edges; the per-space test catches it. A space more than 15% covered, or in a region of
 foreign spaces reaching in over the board's edge, and the spaces around it, are listed
 in ``occluded`` and their cells are ``null``: they are not guessed. With most markers
-covered every space is occluded. While a hand is over the board nothing is ``stable``.
+covered every space is occluded. An arm seen crossing the table into the board
+(:class:`vision.surround.SurroundWatch`, against the survey's empty table) whose hand
+nothing on the board shows near its side (skin as pale as the paper) makes every space
+occluded. While a hand or arm is over the board nothing is ``stable``.
 
 Symbol names: the edition's section symbols (``engine/editions/blockers.json``,
 ``sections``) plus any other symbol the glyph library knows, unless ``symbols=`` is
@@ -41,6 +44,7 @@ from vision.colours import ColourModel, bgr_to_linear
 from vision.glyphs import KNOWN_SYMBOLS
 from vision.hands import HandDetector
 from vision.motion import StabilityGate
+from vision.surround import Arm, SurroundWatch
 from vision.tiles import SpaceReading, TileReader, board_reference_lin
 
 OCCLUDED_COVER = 0.15
@@ -116,6 +120,7 @@ class Recognizer:
         self.colours.ref_lin["space:board"] = board_lin
         keys.append("space:board")
         self.hands = HandDetector(self.view, self.colours, keys, chroma_tol=0.09)
+        self.surround = SurroundWatch(self.view, calibration.survey)
         # balance points: the markers' white paper (known nominal white)
         self._paper = np.concatenate(paper_points(self.kit, "blockers"))
         self._paper_lin = srgb_to_linear(np.array((240, 240, 236), float))
@@ -152,6 +157,8 @@ class Recognizer:
                 hands = self.hands.detect(frame_bgr, self._balance(frame_bgr))
                 self.same.keep(frame_bgr)
                 self._last = (known, (spaces, hands))
+            # every frame, even one read before: how long a change has lasted counts
+            arms = self.surround.arms(frame_bgr, t)
         except BoardLost:
             self.gate.update(frame_bgr, t, blocked=True, lores=lores)
             obs["error"] = "board markers not found"
@@ -179,7 +186,11 @@ class Recognizer:
             # them; reading them would be guessing (they are occluded, not read)
             near = cv2.dilate(hand_cells.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
             cover[near] = 1.0
-        hand_seen = hands.any or bool(hand_cells.any())
+        if any(not _arm_reaches(arm, cover, self.kit.blockers.space_mm) for arm in arms):
+            # An arm crosses the table into the board, and nothing on the board shows
+            # where its hand is (skin as pale as the paper): no space can be trusted.
+            cover[:] = 1.0
+        hand_seen = hands.any or bool(hand_cells.any()) or bool(arms)
         cells: list[list[Any]] = [[None] * n for _ in range(n)]
         conf = np.ones((n, n))
         occluded = []
@@ -250,6 +261,16 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
     return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
                       or (not s.tile and not s.whitish and off_paper(s))
                       for s in row] for row in spaces])
+
+
+def _arm_reaches(arm: Arm, cover: np.ndarray, space_mm: float) -> bool:
+    """Whether the hand found on the board meets the arm seen outside it: some space
+    within two of the arm's side, along its stretch give or take a space, is covered."""
+    n = cover.shape[0]
+    lo = max(int((arm.start_mm - space_mm) // space_mm), 0)
+    hi = min(int((arm.end_mm + space_mm) // space_mm) + 1, n)
+    near = {0: cover[:2, lo:hi], 1: cover[lo:hi, n - 2:], 2: cover[n - 2:, lo:hi], 3: cover[lo:hi, :2]}[arm.side]
+    return bool((near > 0.05).any())
 
 
 def _same_height(a: float | None, b: float | None) -> bool:

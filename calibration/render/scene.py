@@ -127,11 +127,16 @@ def sample_setup(kit: Kit, game: str, seed: int, *, model: str = "cm3", size: tu
     lo_h, hi_h = kit.camera.height_mm
     lo_t, hi_t = kit.camera.tilt_deg
     best = None
+    # After many misses, move the height the way the last miss asks: up when the area
+    # overflowed the frame, down when it was too small in it (a wide lens over a small
+    # board fits only near the kit's lowest height).
+    too_small = False
     for attempt in range(200):
         hh = height_mm if height_mm is not None else float(rng.uniform(lo_h, hi_h))
         tt = tilt_deg if tilt_deg is not None else float(rng.uniform(lo_t, hi_t))
         if attempt > 60 and height_mm is None:
-            hh = min(hi_h * 1.6, hh * (1 + (attempt - 60) / 60))
+            stretch = 1 + (attempt - 60) / 60
+            hh = max(lo_h, hh / stretch) if too_small else min(hi_h * 1.6, hh * stretch)
         target = np.array([w / 2 + rng.uniform(-0.04, 0.04) * w, h / 2 + rng.uniform(-0.04, 0.04) * h, 0.0])
         pos = target + np.array([rng.uniform(-0.03, 0.03) * w, hh * math.tan(math.radians(tt)), -hh])
         R, t = look_at(pos, target, float(rng.uniform(-4, 4)))
@@ -144,6 +149,7 @@ def sample_setup(kit: Kit, game: str, seed: int, *, model: str = "cm3", size: tu
         if inside and wide:
             best = (R, t, hh, tt)
             break
+        too_small = inside and not wide
     if best is None:
         raise ValueError(f"no camera pose of model {model} at {size} sees the whole {game} area; "
                          "use a wider lens or allow a greater height")
