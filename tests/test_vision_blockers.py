@@ -254,7 +254,8 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
                                                            (8_790_008, "cm3-wide", "hands", 30),
                                                            (8_760_001, "cm3", "everything", 81),
                                                            (8_810_502, "cm3-wide", "hands", 30),
-                                                           (8_810_503, "webcam", "hands", 50)])
+                                                           (8_810_503, "webcam", "hands", 50),
+                                                           (8_820_502, "cm3-wide", "hands", 40)])
 def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, model, preset, at_least) -> None:
     """Development scenes (rendered as bench/vision_cards_tiles.py renders them) whose
     arms were read as an empty board: pale arms over a lilac paper, far off the paper's
@@ -263,7 +264,9 @@ def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, m
     over half the markers, which takes the white balance with it; and the palest skin
     over a pink-printed paper, which no colour on the board gives away (8,810,502 was
     committed, tiles under the hand read as empty spaces): there the arm is seen
-    crossing the table into the board (vision.surround)."""
+    crossing the table into the board (vision.surround), even beside another arm whose
+    hand is found (8,820,502: a hand found on the board further along the same side is
+    not the pale arm's)."""
     setup = sc.sample_setup(KIT, "blockers", seed, model=model)
     cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
     s2 = seed * 100 + sc.PRESETS.index(preset)

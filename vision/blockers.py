@@ -265,10 +265,11 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
 
 def _arm_reaches(arm: Arm, cover: np.ndarray, space_mm: float) -> bool:
     """Whether the hand found on the board meets the arm seen outside it: some space
-    within two of the arm's side, along its stretch give or take a space, is covered."""
+    within two of the arm's side, along its stretch, is covered (a hand found on the
+    board further along that side is another hand)."""
     n = cover.shape[0]
-    lo = max(int((arm.start_mm - space_mm) // space_mm), 0)
-    hi = min(int((arm.end_mm + space_mm) // space_mm) + 1, n)
+    lo = max(int(arm.start_mm // space_mm), 0)
+    hi = min(int(np.ceil(arm.end_mm / space_mm)), n)
     near = {0: cover[:2, lo:hi], 1: cover[lo:hi, n - 2:], 2: cover[n - 2:, lo:hi], 3: cover[lo:hi, :2]}[arm.side]
     return bool((near > 0.05).any())
 
