@@ -43,6 +43,20 @@ def test_setup_respects_table_kit_ranges():
         assert all(0.9 <= f <= 1.1 for fs in s.drift.values() for f in fs)
 
 
+def test_a_wide_lens_over_the_small_board_finds_a_camera_pose_within_the_kit():
+    """The widest lens over the 270 mm Blockers! board fits the kit's 30% width only near
+    its lowest camera heights; after many misses the search moves the height down, not
+    up (seed 8,810,002 found no pose at all before)."""
+    for seed in (8_810_002, 8_810_005, 8_810_008):
+        s = sc.sample_setup(KIT, "blockers", seed, model="cm3-wide")
+        assert 500 <= s.height_mm <= 900 and 0 <= s.tilt_deg <= 40
+        # the markers with their quiet zone, as the search measures the marked area
+        q = KIT.markers.size_mm + KIT.markers.quiet_zone_mm
+        w, h = KIT.area_mm("blockers")
+        px = s.view().project(np.array([[-q, -q, 0], [w + q, -q, 0], [w + q, h + q, 0], [-q, h + q, 0]], float))
+        assert (px[:, 0].max() - px[:, 0].min()) / 1280 >= 0.3
+
+
 def test_markers_land_where_the_camera_model_says(setup, tmp_path):
     """Rendered marker corners, read back from a file, match the projection of the kit's
     marker geometry through the set-up's camera to a fraction of a pixel."""
