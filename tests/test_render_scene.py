@@ -46,8 +46,8 @@ def test_setup_respects_table_kit_ranges():
 def test_a_wide_lens_over_the_small_board_finds_a_camera_pose_within_the_kit():
     """The widest lens over the 270 mm Blockers! board fits the kit's 30% width only near
     its lowest camera heights; after many misses the search moves the height down, not
-    up (seed 8,810,002 found no pose at all before)."""
-    for seed in (8_810_002, 8_810_005, 8_810_008):
+    up (seeds 8,810,505 and 8,810,520 found no pose at all before)."""
+    for seed in (8_810_505, 8_810_520):
         s = sc.sample_setup(KIT, "blockers", seed, model="cm3-wide")
         assert 500 <= s.height_mm <= 900 and 0 <= s.tilt_deg <= 40
         # the markers with their quiet zone, as the search measures the marked area
