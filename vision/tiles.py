@@ -46,6 +46,10 @@ WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew)
 # where the two classes' templates differ (see GlyphBank.discriminate).
 CLOSE_MARGIN = 0.01
 CLOSE_DISCRIMINATE = 0.2
+# A "letter" of no letter's height is read as the symbol it resembles only if that
+# symbol's template fits within this much of the letter's (a crescent read as C: 0.97
+# against 0.98; a defocused H against a square: 0.75 against 0.99).
+REDIRECT_GAP = 0.05
 SHARP_BLUR = 1.2  # canvas px: a frame whose faces fit templates this sharp or sharper is sharp
 # A tile whose ink image (0..1) differs from the previous frame's by no more than this
 # anywhere, averaged over 3 x 3 pixels, shows the same print: its glyph scores are kept,
@@ -257,10 +261,14 @@ class TileReader:
                     m = streaked[i]
                 # Letters and digits are printed at one height: a "letter" much taller
                 # or shorter than the letters read so far is a symbol that looks like
-                # one (a crescent like a C); read it among the other faces.
+                # one (a crescent like a C); read it among the other faces, if one fits
+                # nearly as well (REDIRECT_GAP); else it is unread (a blurred H's box
+                # is no letter's height, and no symbol's shape either).
                 if m.face is not None and text[names.index(m.face)] and self.letter_mm:
                     if abs(height - self.letter_mm) > 0.12 * self.letter_mm:
-                        m = self.glyphs.decide(row, ~text)
+                        as_symbol = self.glyphs.decide(row, ~text)
+                        m = as_symbol if as_symbol.score >= m.score - REDIRECT_GAP else \
+                            GlyphMatch(None, m.score, m.margin, m.best, m.second)
                     elif m.margin > 0.08:
                         self._heights.append(height)
                 if m.face is not None and self.letter_mm and not _plausible_size(
