@@ -472,8 +472,8 @@ def test_outline_known_whole_without_tracing_is_whole_when_traced(rendered_setup
     real = reader._prepare
     checked = [0, 0]
 
-    def watched(ids, labels, stats, cents, dark, linb, s, gains, face_level):
-        prep = real(ids, labels, stats, cents, dark, linb, s, gains, face_level)
+    def watched(ids, labels, stats, cents, dark, linb, s, gains, face_level, dark_sum=None):
+        prep = real(ids, labels, stats, cents, dark, linb, s, gains, face_level, dark_sum)
         ids_all = np.array(sorted(prep), np.int64)
         if len(ids_all) == 0:  # (a look that found no shape)
             return prep
@@ -640,3 +640,104 @@ def test_bright_shapes_under_strong_defocus_are_found_where_blur_fills_the_face_
     assert len(disagreements) == m["quadrant_shape"][0]
     for card in obs["state"]["cards"]:
         assert all(q[1] in (None, KIT.bloxo.shapes[q[0]]) for q in card["quadrants"])
+
+
+def test_shape_patches_interpolate_each_pixel_from_its_four_neighbours_exactly() -> None:
+    """_sub_pixel_patches interpolates along the rows once for all rows and then
+    between rows (each row serves two output rows): bit for bit the bilinear value
+    written out per pixel from its four neighbours, (top-left (1 - fx) + top-right fx)
+    (1 - fy) + (bottom-left (1 - fx) + bottom-right fx) fy, so the shapes read as
+    before this sharing."""
+    from vision.cards import _sub_pixel_patches
+
+    rng = np.random.default_rng(14)
+    img = rng.random((80, 90)).astype(np.float32)
+    n = 31
+    centres = rng.uniform(20, 60, (25, 2))
+    got = _sub_pixel_patches(img, centres, n, 0)
+    org = centres - (n - 1) / 2
+    ij = np.floor(org)
+    f = (org - ij).astype(np.float32)
+    for k, ((x0, y0), (fx, fy)) in enumerate(zip(ij.astype(int), f)):
+        b = img[y0:y0 + n + 1, x0:x0 + n + 1]
+        top = b[:-1, :-1] * (1 - fx) + b[:-1, 1:] * fx
+        bottom = b[1:, :-1] * (1 - fx) + b[1:, 1:] * fx
+        assert np.array_equal(got[k], top * (1 - fy) + bottom * fy)
+
+
+def test_blob_confidence_clamps_each_term_to_zero_one() -> None:
+    """Blob.confidence: colour margin and distance, and shape margin, each scaled and
+    clamped to [0, 1] (as min(max(v, 0), 1), NaN passed through), the lowest of them."""
+    from vision.cards import Blob, _unit
+
+    for v in (-2.0, -0.0, 0.0, 0.3, 1.0, 1.5, float("inf"), float("-inf")):
+        assert repr(_unit(v)) == repr(min(max(v, 0.0), 1.0))
+    assert np.isnan(_unit(float("nan")))
+    b = Blob(0.0, 0.0, 100.0, colour_dist=0.06, colour_margin=0.04, shape_margin=0.2)
+    assert b.confidence == pytest.approx(0.5)  # the colour margin's half
+    b = Blob(0.0, 0.0, 100.0, colour_dist=0.15, colour_margin=0.2, shape_margin=0.02)
+    assert b.confidence == pytest.approx(0.25)  # distance and shape margin a quarter each
+    assert Blob(0.0, 0.0, 100.0, colour_dist=0.3, colour_margin=0.2, shape_margin=0.2).confidence == 0.0
+
+
+def test_per_calibration_constants_are_what_they_are_made_from(rendered_setup) -> None:
+    """What CardReader keeps from its kit and survey instead of making it every frame:
+    the face threshold at nominal light (dark_threshold), the weakest colour's level,
+    and the grid positions with the boxes _covered_unread measures (made once)."""
+    from calibration.colour import srgb_to_linear
+    from vision.cards import COARSE_PPM, FOREIGN_STEP_MM
+
+    _, cal = rendered_setup
+    reader = Recognizer(cal).reader
+    weakest = float(reader.refs.linear.sum(axis=1).min())
+    face = float(srgb_to_linear(np.array(KIT.bloxo.face, float)).sum())
+    for level in (0.4, 1.0, 1.7):
+        assert reader.dark_threshold(level) == max(face, 1e-3) ** 0.55 * weakest ** 0.45 * level
+    assert reader._weakest == weakest
+    gx, gy, face_box, glare_box = reader._grid_boxes()
+    assert reader._grid_boxes()[0] is gx  # made once
+    w, h = KIT.bloxo.play_area_mm
+    assert set(zip(gx.tolist(), gy.tolist())) >= {(x, y) for x in range(-4, 5) for y in range(-4, 5)}
+    card, half = KIT.bloxo.card_mm, KIT.bloxo.card_mm / 2
+    for k in (0, len(gx) // 2, len(gx) - 1):
+        cx, cy = w / 2 + gx[k] * card, h / 2 + gy[k] * card
+        inner = np.array([cy - 0.8 * half, cy + 0.8 * half, cx - 0.8 * half, cx + 0.8 * half])
+        assert [b[k] for b in face_box] == pytest.approx(list(inner * COARSE_PPM))
+        square = np.array([cy - half, cy + half, cx - half, cx + half])
+        assert [b[k] for b in glare_box] == pytest.approx(list(square / FOREIGN_STEP_MM))
+
+
+def test_face_mask_integral_made_once_gives_what_each_step_made_for_itself(rendered_setup) -> None:
+    """The full read sums the face mask over boxes from one integral image of the whole
+    warp: the first look's ring tests (_prepare, on the part at the shape window's
+    offset), the hands' face fraction per cell (_cell_fractions) and the covered grid
+    positions. Each gives exactly what it gave from its own integral or resize."""
+    import cv2
+
+    from vision.cards import _cell_fractions
+
+    setup, cal = rendered_setup
+    state = st.bloxo_state(KIT, np.random.default_rng(9_241), cards=9)
+    rec = Recognizer(cal)
+    reader = rec.reader
+    real = reader._prepare
+    compared = []
+
+    def both(ids, labels, stats, cents, dark, linb, s, gains, face_level, dark_sum=None):
+        prep = real(ids, labels, stats, cents, dark, linb, s, gains, face_level, dark_sum)
+        if dark_sum is not None:
+            own = real(ids, labels, stats, cents, dark, linb, s, gains, face_level)
+            assert sorted(own) == sorted(prep) and all(repr(own[i]) == repr(prep[i]) for i in own)
+            compared.append((reader._offset, len(prep)))
+        return prep
+
+    reader._prepare = both
+    for preset, seed in (("neutral", 9_242), ("hands", 9_243)):
+        img, _ = _render(setup, state, preset, seed)
+        read_still(rec, img)
+    assert compared and any(off != (0, 0) for off, _ in compared) and sum(n for _, n in compared) > 30
+    rng = np.random.default_rng(9_244)
+    for shape in ((600, 600), (240, 360), (243, 361)):
+        m = rng.random(shape) < 0.3
+        resized = cv2.resize(m.astype(np.float32), (shape[1] // 4, shape[0] // 4), interpolation=cv2.INTER_AREA)
+        assert np.array_equal(_cell_fractions(m, 4, cv2.integral(m.view(np.uint8))), resized)

@@ -724,14 +724,12 @@ def _sub_pixel_patches(padded: np.ndarray, centres: np.ndarray, n: int, pad: int
         block = padded[rows[:, :, None], cols[:, None, :]]  # (N, n + 1, n + 1)
     fx = f[:, 0].reshape(-1, 1, 1)
     fy = f[:, 1].reshape(-1, 1, 1)
-    # (in place where possible: the same sums as written out, fewer temporary arrays)
-    top = block[:, :-1, :-1] * (1 - fx)
-    top += block[:, :-1, 1:] * fx
-    bottom = block[:, 1:, :-1] * (1 - fx)
-    bottom += block[:, 1:, 1:] * fx
-    top *= 1 - fy
-    bottom *= fy
-    top += bottom
+    # along the rows first, once for all n + 1 rows (each row serves two output rows),
+    # then between rows: the same sums, in the same order, as written out per pixel
+    across = block[:, :, :-1] * (1 - fx)
+    across += block[:, :, 1:] * fx
+    top = across[:, :-1] * (1 - fy)
+    top += across[:, 1:] * fy
     return top
 
 
@@ -749,7 +747,7 @@ FOREIGN_STEP_MM = 4.0
 
 def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.ndarray, *,
                  chroma_tol: float = 0.03, level_tol: float = 0.35, min_area_mm2: float = 1200.0,
-                 card_mm2: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 card_mm2: float | None = None, dark_sum: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Regions of the play area that are neither the table nor a card: hands, arms.
 
     Bloxo has no board whose colours the survey knows, so the table itself is the
@@ -760,8 +758,10 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
 
     ``linb``: the coarse warp in linear BGR; ``s`` its balanced brightness; ``dark``
     the card-face mask; ``card_mm2`` a card's area (a bright region larger than that is
-    no card's shape, see :func:`_arms_by_level`). Returns bool images at :data:`FOREIGN_STEP_MM` per pixel: the
-    foreign regions, and the glare (much brighter than the table's light and whiter)."""
+    no card's shape, see :func:`_arms_by_level`); ``dark_sum``: the integral image of
+    ``dark`` if the caller has it (see :func:`_cell_fractions`). Returns bool images at
+    :data:`FOREIGN_STEP_MM` per pixel: the foreign regions, and the glare (much brighter
+    than the table's light and whiter)."""
     k = int(round(FOREIGN_STEP_MM * COARSE_PPM))
     H, W = dark.shape
     size = (W // k, H // k)
@@ -769,7 +769,7 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     # (numpy is slow over a short last axis)
     b_, g_, r_ = cv2.split(cv2.resize(linb, size, interpolation=cv2.INTER_AREA))
     r_, g_, b_ = r_ * gains[0], g_ * gains[1], b_ * gains[2]
-    dkf = cv2.resize(dark.astype(np.float32), size, interpolation=cv2.INTER_AREA)
+    dkf = _cell_fractions(dark, k, dark_sum)
     dk = dkf > 0.02
     kc = 2 * int(round(9.0 / FOREIGN_STEP_MM)) + 1
     # the card faces with everything they enclose are cards, not table
@@ -828,6 +828,19 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
         mask = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
     shine = (dl > 0.3) & (glare | cards) & (_plane_distance(planes, np.full(3, 1 / 3, np.float32)) < 0.12)
     return mask, shine
+
+
+def _cell_fractions(mask: np.ndarray, k: int, integral: np.ndarray | None = None) -> np.ndarray:
+    """The fraction of each k x k cell of a 0/1 image that is set: ``cv2.resize`` of the
+    image as float32 to (W // k, H // k) with INTER_AREA. From the image's integral
+    image when it is given and k divides both sides (the cells tile the image; counts
+    of 0/1 pixels times 1 / k^2 are exact: the same values), without a float copy."""
+    H, W = mask.shape
+    if integral is None or H % k or W % k:
+        return cv2.resize(mask.astype(np.float32), (W // k, H // k), interpolation=cv2.INTER_AREA)
+    c = integral[::k, ::k]
+    counts = c[1:, 1:] - c[:-1, 1:] - c[1:, :-1] + c[:-1, :-1]
+    return counts.astype(np.float32) * np.float32(1 / (k * k))
 
 
 def _plane_distance(planes: tuple[np.ndarray, ...], ref: np.ndarray) -> np.ndarray:
@@ -903,9 +916,14 @@ class Blob:
 
     @property
     def confidence(self) -> float:
-        c = min(max(self.colour_margin / 0.08, 0.0), 1.0) * min(max(1.5 - self.colour_dist / 0.12, 0.0), 1.0)
-        s = min(max(self.shape_margin / 0.08, 0.0), 1.0)
+        c = _unit(self.colour_margin / 0.08) * _unit(1.5 - self.colour_dist / 0.12)
+        s = _unit(self.shape_margin / 0.08)
         return float(min(c, s, 1.0))
+
+
+def _unit(v: float) -> float:
+    """``min(max(v, 0.0), 1.0)`` (the same value, NaN included), without two calls."""
+    return 0.0 if v < 0.0 else 1.0 if v > 1.0 else v
 
 
 @dataclass
@@ -1004,6 +1022,12 @@ class CardReader:
         self._grouped: tuple[CardsResult, list[Blob], set[int]] | None = None  # set by _explained
         self._local_found = False  # the last _segment's local look found shapes (see _read_changed)
         self._inc: _Increment | None = None
+        self._grid: tuple | None = None  # see _grid_boxes
+        # the weakest card colour's level and the face threshold at nominal light (see
+        # dark_threshold): constants of the kit and the survey
+        self._weakest = float(self.refs.linear.sum(axis=1).min())
+        face = float(srgb_to_linear(np.array(kit.bloxo.face, float)).sum())
+        self._dark_base = max(face, 1e-3) ** 0.55 * self._weakest ** 0.45
         self.same = SameFrame()
         self._last: tuple[tuple[int, int], CardsResult] | None = None
         self._previous: list[tuple[Blob, np.ndarray]] = []
@@ -1016,9 +1040,7 @@ class CardReader:
         """Linear-light sum separating the card's black face from its shapes, under this
         frame's light: between the face and the darkest card colour, nearer the face (a
         dark table must stay above it)."""
-        face = float(srgb_to_linear(np.array(self.kit.bloxo.face, float)).sum())
-        weakest = float(self.refs.linear.sum(axis=1).min())
-        return max(face, 1e-3) ** 0.55 * weakest ** 0.45 * level
+        return self._dark_base * level
 
     def read(self, frame_bgr: np.ndarray, grey: np.ndarray | None = None) -> CardsResult:
         """The cards of a frame; ``grey``: the frame in grey, if the caller has it (the
@@ -1058,7 +1080,7 @@ class CardReader:
         # The face is often brighter than nominal (a strong white balance lifts its
         # noise, JPEG lifts its blacks): put the threshold halfway (geometrically)
         # between the face as measured and the weakest card colour.
-        weakest = float(self.refs.linear.sum(axis=1).min()) * level
+        weakest = self._weakest * level
         thr2 = math.sqrt(max(face_level, 1e-6) * weakest)
         if thr2 > thr:
             thr = min(thr2, 0.5 * weakest)
@@ -1068,13 +1090,17 @@ class CardReader:
         self._offset = (x0, y0)
         ws = s[y0:y1, x0:x1]
         self._grouped = None  # the first look's grouping, if _explained keeps it
+        # the face mask's integral image, made once: the first look's ring tests, the
+        # hands' face fractions and the covered positions all sum the face over boxes
+        dark_sum = cv2.integral(dark.view(np.uint8))
         blobs = self._segment(linb[y0:y1, x0:x1], ws, sb[y0:y1, x0:x1], dark[y0:y1, x0:x1], thr, face_level, weakest,
-                              gains)
+                              gains, dark_sum=dark_sum)
         self._previous = self._current if self.reuse else []
         self._read_shapes(ws)
         result = self._assemble(blobs, level, self._grouped)
-        result.foreign, result.glare = foreign_mask(linb, s, dark, gains, card_mm2=self.kit.bloxo.card_mm ** 2)
-        self._covered_unread(result, dark)
+        result.foreign, result.glare = foreign_mask(linb, s, dark, gains, card_mm2=self.kit.bloxo.card_mm ** 2,
+                                                    dark_sum=dark_sum)
+        self._covered_unread(result, dark, dark_sum)
         self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
                                _blocks(warp), dark, blobs, list(self._previous), result,
                                local=self._local_found) if self.reuse else None
@@ -1163,41 +1189,50 @@ class CardReader:
         self._previous = st.pairs
         return result
 
-    def _covered_unread(self, result: CardsResult, dark: np.ndarray) -> None:
+    def _covered_unread(self, result: CardsResult, dark: np.ndarray, dark_sum: np.ndarray | None = None) -> None:
         """Grid positions covered by a black card face but not read: a card is there
-        (under glare, blur, a hand): occluded, never silently missing."""
-        H, W = dark.shape
+        (under glare, blur, a hand): occluded, never silently missing. ``dark_sum``:
+        the integral image of ``dark``, if made already."""
         read = {c.at for c in result.cards}
-        half = self.card / 2
-        w_mm, h_mm = self.kit.bloxo.play_area_mm
-        nx = int((w_mm / 2) // self.card) + 1
-        ny = int((h_mm / 2) // self.card) + 1
-        dark_sum = cv2.integral(dark.view(np.uint8))
+        gx, gy, face_box, glare_box = self._grid_boxes()
         glare = result.glare
         # every grid position at once (as _box_mean and _square_cover, one per position)
-        gx, gy = (g.ravel() for g in np.meshgrid(np.arange(-nx, nx + 1), np.arange(-ny, ny + 1), indexing="ij"))
-        cx, cy = float(self.origin[0]) + gx * self.card, float(self.origin[1]) + gy * self.card
-        fd = _box_means(dark_sum, (cy - half * 0.8) * COARSE_PPM, (cy + half * 0.8) * COARSE_PPM,
-                        (cx - half * 0.8) * COARSE_PPM, (cx + half * 0.8) * COARSE_PPM)
-        if glare is not None:
-            step = FOREIGN_STEP_MM
-            gl = _box_means(cv2.integral(glare.view(np.uint8)), (cy - half) / step, (cy + half) / step,
-                            (cx - half) / step, (cx + half) / step)
-        else:
-            gl = np.zeros(len(gx))
+        fd = _box_means(cv2.integral(dark.view(np.uint8)) if dark_sum is None else dark_sum, *face_box)
+        gl = _box_means(cv2.integral(glare.view(np.uint8)), *glare_box) if glare is not None else np.zeros(len(gx))
         # glare can wash a whole card out: what lies under it is not known
         hit = ~np.isnan(fd) & ((fd > 0.3) | (np.nan_to_num(gl) > np.where(fd > 0.03, 0.03, 0.05)))
         for x, y in zip(gx[hit].tolist(), gy[hit].tolist()):
             if (x, y) not in read and (x, y) not in result.partial:
                 result.partial[(x, y)] = 0
 
+    def _grid_boxes(self) -> tuple[np.ndarray, np.ndarray, tuple, tuple]:
+        """Every grid position of the play area (gx, gy) with the boxes
+        :meth:`_covered_unread` measures there (rows i0, i1, columns j0, j1): the inner
+        0.8 of the card square in warp pixels, the card square in foreign-mask cells.
+        They depend only on the kit and the grid origin: made once."""
+        if self._grid is None:
+            half = self.card / 2
+            w_mm, h_mm = self.kit.bloxo.play_area_mm
+            nx = int((w_mm / 2) // self.card) + 1
+            ny = int((h_mm / 2) // self.card) + 1
+            gx, gy = (g.ravel() for g in np.meshgrid(np.arange(-nx, nx + 1), np.arange(-ny, ny + 1), indexing="ij"))
+            cx, cy = float(self.origin[0]) + gx * self.card, float(self.origin[1]) + gy * self.card
+            step = FOREIGN_STEP_MM
+            self._grid = (gx, gy, ((cy - half * 0.8) * COARSE_PPM, (cy + half * 0.8) * COARSE_PPM,
+                                   (cx - half * 0.8) * COARSE_PPM, (cx + half * 0.8) * COARSE_PPM),
+                          ((cy - half) / step, (cy + half) / step, (cx - half) / step, (cx + half) / step))
+        return self._grid
+
     def _segment(self, linb: np.ndarray, s: np.ndarray, sb: np.ndarray, dark: np.ndarray, thr: float,
-                 face_level: float, weakest: float, gains: np.ndarray, local_look: bool = True) -> list[Blob]:
+                 face_level: float, weakest: float, gains: np.ndarray, local_look: bool = True,
+                 dark_sum: np.ndarray | None = None) -> list[Blob]:
         """The shapes of a (part of the) warp: bright blobs ringed by black face, read
         (colour, outline queued for :meth:`_read_shapes`) or reused from the previous
         frame. Pixel coordinates are of the arrays given, offset by ``self._offset``.
         ``local_look``: whether the fourth look (:meth:`_local_dark`) may run; whether it found
-        shapes is left in ``self._local_found``."""
+        shapes is left in ``self._local_found``. ``dark_sum``: the integral image of the
+        face mask of the whole warp that ``dark`` is the part at ``self._offset`` of, if
+        made already."""
         self._local_found = False
         view = self.view
         # Shapes are the holes of the black card faces: bright blobs wholly ringed by
@@ -1223,7 +1258,7 @@ class CardReader:
         merged[0] = False
         # every single blob's ring test and colour statistics at once (see _prepare)
         ids = np.nonzero(single)[0]
-        prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains, face_level)
+        prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains, face_level, dark_sum)
         outlines: list = []
         boxes = stats[:, :4].tolist()  # (plain Python values: the loop runs once per blob)
         for i in np.nonzero(single | merged)[0].tolist():
@@ -1398,7 +1433,7 @@ class CardReader:
 
     def _prepare(self, ids: np.ndarray, labels: np.ndarray, stats: np.ndarray, cents: np.ndarray,
                  dark: np.ndarray, linb: np.ndarray, s: np.ndarray, gains: np.ndarray,
-                 face_level: float) -> dict[int, tuple]:
+                 face_level: float, dark_sum: np.ndarray | None = None) -> dict[int, tuple]:
         """:meth:`_try_blob`'s tests and measurements for many components of ``labels``
         at once.
 
@@ -1425,11 +1460,14 @@ class CardReader:
         if len(ids) == 0:
             return {}
         H, W = dark.shape
-        integral = cv2.integral(dark.view(np.uint8) if dark.dtype == bool else dark.astype(np.uint8))
+        if dark_sum is None:
+            integral, oy, ox = cv2.integral(dark.view(np.uint8) if dark.dtype == bool else dark.astype(np.uint8)), 0, 0
+        else:  # of the whole warp: the box sums of the part at self._offset are its box sums there
+            integral, (ox, oy) = dark_sum, self._offset
         x0, y0, w, h, cnt = (stats[ids, k].astype(np.int64) for k in range(5))
         g = 3
-        ia, ib = np.maximum(y0 - g, 0), np.minimum(y0 + h + g, H)
-        ja, jb = np.maximum(x0 - g, 0), np.minimum(x0 + w + g, W)
+        ia, ib = np.maximum(y0 - g, 0) + oy, np.minimum(y0 + h + g, H) + oy
+        ja, jb = np.maximum(x0 - g, 0) + ox, np.minimum(x0 + w + g, W) + ox
         dk = integral[ib, jb] - integral[ia, jb] - integral[ib, ja] + integral[ia, ja]
         outside = (ib - ia) * (jb - ja) - cnt
         ok = (outside > 0) & (dk >= 0.45 * outside)
