@@ -157,6 +157,7 @@ def survey(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intrin
         n, s = kit.grid(game)  # type: ignore[misc]
         meas = space_colours(image, kit, game, pose, intr)
         out["board"] = {"lab": np.round(np.median(linear_to_lab(meas * gains).reshape(-1, 3), axis=0), 2).tolist()}
+    if game in ("blockers", "bloxo"):
         out["surround"] = surround(image, kit, game, pose, intr)
     out["warnings"] = []
     return out
@@ -167,7 +168,7 @@ def survey(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intrin
 # small patch so that table grain and a slight pose error do not matter.
 SURROUND_OFFSETS_MM = (30.0, 48.0)
 SURROUND_STEP_MM = 12.0
-SURROUND_PATCH_MM = 4.0
+SURROUND_PATCH_MM = 6.0
 
 
 def surround_points(kit: Kit, game: str) -> tuple[np.ndarray, np.ndarray]:

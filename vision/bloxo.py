@@ -24,7 +24,10 @@ Extra fields (documented additions to the observation format):
 
 A card partly hidden (a hand, glare, a card on top) is listed in ``occluded`` and not
 in ``cards``: it is not guessed. A card seen in an earlier frame and now wholly under
-a hand stays ``occluded`` (not removed) while the hand is there.
+a hand stays ``occluded`` (not removed) while the hand is there. An arm seen crossing
+the table just outside the play area (:class:`vision.surround.SurroundWatch`, against
+the survey's empty table) makes the frame not ``stable`` even where the hand's skin is
+too close to the table's colour to be found over the play area.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import numpy as np
 from vision.board import BoardLost, BoardView
 from vision.cards import Card, CardReader, CardsResult, PoseGuard
 from vision.motion import StabilityGate
+from vision.surround import SurroundWatch
 
 QUADRANT_OFFSETS = ((-1, -1), (1, -1), (1, 1), (-1, 1))  # NW, NE, SE, SW (x right, y near)
 # Correlation margin (best shape over the next, see vision.cards.ShapeTemplates) below
@@ -59,6 +63,9 @@ class Recognizer:
         self.kit = calibration.kit
         self.reader = CardReader(self.view, calibration.survey)
         self.gate = StabilityGate(stable_seconds)
+        # an arm reaching in over the table round the play area, even where its skin is
+        # too close to the table's colour for the foreign mask
+        self.surround = SurroundWatch(self.view, calibration.survey)
         self.edition = edition
         # a disagreement between colour and outline (R-BLOXO-1) is reported only when the
         # outline's best shape beats the next one by at least this correlation margin
@@ -120,6 +127,7 @@ class Recognizer:
                               "quadrants": entry["quadrants"]})
             occluded.update(c.covers)
         hand = res.foreign is not None and bool(res.foreign.any())
+        hand = bool(self.surround.arms(frame_bgr, t)) or hand
         # a marker hidden: something lies over the play area's corner (an arm reaching in)
         motion = self.gate.update(frame_bgr, t, blocked=hand or bool(misplaced) or self.view.confidence == 0
                                   or self.pose_guard.hidden > 0,

@@ -54,7 +54,7 @@ class SurroundWatch:
     """Watch the survey's strip round the board for arms (see the module docstring)."""
 
     def __init__(self, view: BoardView, survey: dict[str, Any] | None, *, chroma_tol: float = 0.15,
-                 level_tol: float = 0.6, min_points: int = 3, settle_s: float = 30.0,
+                 level_tol: float = 0.6, min_points: int = 4, settle_s: float = 30.0,
                  settle_tol: float = 0.15) -> None:
         self.view = view
         self.settle_s = settle_s
