@@ -21,8 +21,9 @@ State machine:
 
 ``idle`` (stack resting or empty) --motion above ``active_level`` for
 ``place_confirm_s``, not the ringing of a knock--> ``placing``: emit **placed**
-(t = onset of the motion). The placing hand wobbles, so ``S`` stays up; when it
-drops below ``settle_level`` and stays there ``hold_s``, the hand has let go and the
+(t = onset of the motion: where S last rose above ``place_onset_level``). The placing
+hand wobbles, so ``S`` stays up; when it drops below ``settle_level`` and stays there
+``hold_s``, the hand has let go and the
 stack settled: emit **counting** (t = the moment S crossed, the count's start,
 R-BLOCKOUT-3; ``count_confirm_s`` after it; with ``settle_fit_s`` the crossing is then
 re-taken on the base's free ring-down fitted to the samples around it, which the
@@ -32,9 +33,11 @@ emit **stood**
 
 **fell** in any state, at an impulse when either (a) the base was already moving
 before it (``S`` over the ``precursor_s`` before the impulse above
-``precursor_level``, or the tilt off the resting tilt by ``tilt_level``): a stack
-tipping and unloading the base, then blocks landing; or (b) another impact's onset
-follows within ``train_s``: a train of impacts (decided at that onset); or (c) a lone
+``precursor_level``, or the tilt off the resting tilt by ``tilt_level``; these windows end
+before the impact's onset): a stack tipping and unloading the base, then blocks landing;
+or (b) another impact's onset follows within ``train_s``: a train of impacts (decided at
+that onset), or the base rings longer than one impact can (its peak decayed at
+``ring_tau_s``): blocks landing within each other's ring; or (c) a lone
 impulse after which the resting tilt has moved by ``fall_tilt`` (``train_s`` later); or (d) an
 impact that reaches ``base_hit_g`` within ``rise_s``: something landed on the base itself
 (decided at that sample); or (e) while the hand is on the stack (placing, not yet
@@ -126,6 +129,11 @@ class StabilityConfig:
     place_confirm_s: float = 0.20
     """...for this long in total (a knock's ringing dies sooner and is excluded; a
     hand stays), counting the time above active_level within one stretch of motion."""
+    place_onset_level: float = 0.1
+    """A placement's time (the hand's contact) is where the stretch of motion it confirms
+    began: S above this (half settle_level, ~3x the noise-corrected S's scatter on a
+    still base) without a break since. A gentle hand can hold S near active_level for
+    most of a second before it confirms; the motion started with its touch."""
     place_gap_s: float = 0.0
     """Gap below active_level that ends a stretch of motion while idle. 0 = the time
     above must be continuous. (0.2 with active_level 0.2 catches a gentle hand that
@@ -166,6 +174,16 @@ class StabilityConfig:
     the largest of the noise's own magnitudes over the window's 5-6 samples, which
     would otherwise hold it up on a quiet base. (3.5 let a weak 60 Hz knock's tail plus
     a noise peak through on a hand-made ADXL345 trace; see the tests.)"""
+    ring_tau_s: float = 0.02
+    """The longest 1/e decay time of one impact's ring at the sensor (the kit's table and
+    base ring 60-180 Hz and decay in 4-20 ms, device.tracesim). Within train_s of a lone
+    impulse, the high band above new_impact_ratio times the impulse's peak decayed at this
+    rate since (noise floor in quadrature) is more ring than one impact leaves: a fall
+    (blocks landing one after another, each within the last one's ring, rise out of no
+    windowed envelope but keep the base ringing). Development seeds: knocks (57, seeds
+    1000-1069) reach at most 0.48 of that bound, squared; the two dense-train falls missed
+    without it (seeds 1641, 1951) 2.0 and 9.6; no false fall over the 874 knocks of seeds
+    1000-1499 and 3000-3499. 0 = off."""
     rise_s: float = 0.008
     """An impact's ring builds to its peak within this (half a period of the slowest,
     60 Hz, ring); samples within it of an onset belong to that impact."""
@@ -191,7 +209,11 @@ class StabilityConfig:
     precursor_s: float = 0.30
     """Window before an impulse in which base motion means the stack was going."""
     precursor_gap_s: float = 0.004
-    """Samples this close before the impulse are excluded (the impulse's own rise)."""
+    """Samples this close before the impact's onset are excluded from the windows read
+    before an impulse (precursor, departure): the impact's own rise. As an impulse is
+    decided up to rise_s after its onset, those windows end rise_s + this before it
+    (with only this, a weak knock whose first peak missed impact_snr put its own ring's
+    start in the precursor window and was taken for a fall)."""
     precursor_level: float = 0.07
     """S over the precursor window above this = the base was moving."""
     tilt_level: float = 0.05
@@ -511,11 +533,11 @@ class StabilityDetector:
         self._win = _Window(max(2, int(round(c.window_s * rate))))
         self._swin = _Window(max(2, int(round(c.settle_window_s * rate))))
         self._pre = _Window(max(2, int(round((c.precursor_s - c.precursor_gap_s) * rate))))
-        gap = max(1, int(round(c.precursor_gap_s * rate)))
+        gap = self._gap_samples(rate)
         self._delay: deque = deque(maxlen=gap + 1)  # low-passed samples, for the gap
         self._tilt_now: deque = deque(maxlen=max(2, int(round(0.03 * rate))))
-        self._hist: deque = deque(maxlen=max(4, int(round((c.departure_window_s + c.departure_ref_s
-                                                            + c.precursor_gap_s) * rate)) + 1))
+        reach = int(round((c.departure_window_s + c.departure_ref_s) * rate))
+        self._hist: deque = deque(maxlen=max(4, reach + gap + 1))
         self._calib: dict[str, list[float]] = {"win": [], "swin": [], "pre": []}
         self._calib_axes: list[list[float]] = []
         self._noise_axes: list[float] | None = None  # per-axis low-passed noise variance
@@ -531,6 +553,7 @@ class StabilityDetector:
         self._ready = True
         # state
         self._active_since: float | None = None
+        self._stir_since: float | None = None  # idle: S above place_onset_level since
         self._onset: float | None = None
         self._below_since: float | None = None
         self._count_start: float | None = None
@@ -540,6 +563,7 @@ class StabilityDetector:
         self._run_fired = False  # the current impact has reached the impulse level
         self._ring: deque = deque(maxlen=max(2, int(math.ceil(c.ring_window_s * rate))) + 1)  # high band, for the envelope
         self._onset_t: float = -1e9  # last impact onset
+        self._run_peak: tuple[float, float] = (0.0, -1e9)  # (hf, t): the last impact's peak within rise_s
         self._hf_var = c.hf_noise_rms**2 if c.hf_noise_rms is not None else None
         self._hf_calib: list[float] = []
         self._impulse: tuple[float, list[float], float | None] | None = None  # t, rest, height
@@ -549,6 +573,14 @@ class StabilityDetector:
         self._active_total = 0.0
         self._active_last = -1e9
         self._base_hit = c.base_hit_g * STANDARD_GRAVITY  # m/s^2
+
+    def _gap_samples(self, rate: float) -> int:
+        """Samples left out at the end of the windows read before an impulse: the impulse
+        is decided up to ``rise_s`` after its impact's onset, and ``precursor_gap_s``
+        before the onset the impact's own ring is already building (and the low-pass
+        spreads it), so the windows end ``rise_s + precursor_gap_s`` before the impulse:
+        what they see happened before the impact began."""
+        return max(1, int(round((self.cfg.rise_s + self.cfg.precursor_gap_s) * rate)))
 
     def _s(self) -> float:
         """Activity level (short window), noise removed."""
@@ -655,6 +687,9 @@ class StabilityDetector:
                 new_run = True
                 self._run_fired = False
                 self._onset_t = t
+                self._run_peak = (hf, t)
+            elif t - self._onset_t <= c.rise_s and hf > self._run_peak[0]:
+                self._run_peak = (hf, t)
         if (c.hf_noise_rms is None and hf < c.impact_level and t - self._last_imp_t > c.noise_guard_s
                 and s < c.settle_level and self.state in ("idle", "counting") and self._hf_var is not None):
             # A quiet stretch: follow the chip's high-band noise (temperature, supply, or
@@ -673,6 +708,11 @@ class StabilityDetector:
                 events += self._fall(t_first, t, "train of impacts", h0)
             elif new_impulse:
                 events += self._on_impulse(t, lp, hf, sig)
+            elif (self._impulse is not None and t - self._onset_t > c.rise_s and t - self._impulse[0] <= c.train_s
+                  and self._outlasts_ring(t, hf, floor)):
+                # More ring than one impact leaves: blocks landing one on another's ring.
+                t_first, _, h0 = self._impulse
+                events += self._fall(t_first, t, "ring outlasting one impact", h0)
             elif self._impulse is not None and t - self._onset_t <= c.rise_s and hf >= self._base_hit:
                 t_first, _, h0 = self._impulse
                 events += self._fall(t_first, t, "impact on the base itself", h0)
@@ -714,13 +754,27 @@ class StabilityDetector:
             return False
         rate = self._rate or 1.0
         h = np.asarray(self._hist)
-        gap = max(1, int(round(c.precursor_gap_s * rate)))
+        gap = self._gap_samples(rate)
         nw = max(2, int(round(c.departure_window_s * rate)))
         win = h[-gap - nw : -gap]
         ref = h[: -gap - nw]
         step = float(np.hypot(*(win[:, :2].mean(axis=0) - ref[:, :2].mean(axis=0))))
         ring = math.sqrt(max(0.0, float(win.var(axis=0).sum() - ref.var(axis=0).sum())))
         return step > c.departure_tilt or ring > c.departure_ring
+
+    def _outlasts_ring(self, t: float, hf: float, floor: float) -> bool:
+        """The high band is above what the impact's own ring can still hold: its peak
+        decayed at the slowest ring's rate (``ring_tau_s``) since, times
+        new_impact_ratio, with the noise floor in quadrature. A ring never outlasts that
+        bound, whatever it beats; blocks landing and bouncing one after another keep the
+        base ringing past it even when no single landing rises out of the envelope of
+        the ones before (the windowed test of a new impact)."""
+        c = self.cfg
+        if c.ring_tau_s <= 0:
+            return False
+        peak, t_peak = self._run_peak
+        bound = c.new_impact_ratio * peak * math.exp(-(t - t_peak) / c.ring_tau_s)
+        return hf * hf > bound * bound + floor * floor
 
     def _released(self, t: float) -> bool:
         """Placing, but S has been below settle_level for hold_s: the hand has let go
@@ -825,7 +879,12 @@ class StabilityDetector:
         c = self.cfg
         if t < self._knock_until or t - self._last_hf < c.merge_s:
             self._active_since = None  # a knock's ringing, not a hand
+            self._stir_since = None
             return []
+        if s <= c.place_onset_level:
+            self._stir_since = None
+        elif self._stir_since is None:
+            self._stir_since = t
         if s > c.active_level:
             if self._active_since is None:
                 self._active_since = t
@@ -836,7 +895,13 @@ class StabilityDetector:
                 self.state = "placing"
                 self.blocks += 1
                 self._below_since = None
-                onset = self._active_since - c.window_s / 2
+                # The hand touched when the motion began, not when it grew strong. S^2 grows
+                # with the share of its window the motion fills, so a motion at about
+                # active_level reaches place_onset_level that share of window_s after it began.
+                if self._stir_since is not None:
+                    onset = self._stir_since - c.window_s * (c.place_onset_level / max(c.active_level, 1e-9)) ** 2
+                else:
+                    onset = self._active_since - c.window_s / 2
                 self._active_since = None
                 return [stability_event("placed", onset, detected=round(t, 6))]
         else:

@@ -472,3 +472,50 @@ def test_settings_are_name_value_pairs_of_the_same_checks():
                      (["bogus=1"], "NAME=VALUE: unknown threshold 'bogus'"), (["train_s=-1"], "train_s must be")):
         with pytest.raises(ValueError, match=why):
             base.with_settings(bad)
+
+
+# -- issue 10: faults found on the development seeds 1000-1999 ---------------------------
+
+
+def test_a_weak_knock_whose_first_peak_misses_the_impulse_level_is_not_a_fall():
+    """Seed 1250: a weak table knock (amp 1.7) while the stack rests; its ring reaches
+    impact_snr only on its third sample, 12 ms after its onset. The windows read before
+    an impulse must end before the impact began (rise_s + precursor_gap_s), else the
+    knock's own first samples look like the base moving before it, and a knock becomes a
+    fall. The stack's real fall later is still caught."""
+    tr = simulate(1250)
+    knock = [d["t"] for d in tr.meta["disturbances"] if d["type"] == "knock"][0]
+    fell = [e for e in tr.events if e["event"] == "fell"][0]
+    assert knock < fell["t"] - 1.0  # the premise: a knock well before the fall
+    ev = _run(tr)
+    assert not [e for e in ev if e["event"] == "fell" and abs(e["t"] - knock) < 0.1]
+    _match(tr.events, ev)
+
+
+@pytest.mark.parametrize("seed", [1641, 1951])
+def test_blocks_landing_within_each_others_ring_are_a_fall_R_BLOCKOUT_3(seed):
+    """Seeds 1641, 1951: a two-block group tips off a low support during the count and
+    both land on the base within a few tens of ms. No landing rises out of the windowed
+    envelope of the rings before it, nor reaches base_hit_g, and the group lands near
+    where it stood (tilt nearly unchanged); but the base rings far longer than one
+    impact's ring can (its peak decaying at ring_tau_s), which is a fall, decided within
+    about 50 ms of the first landing."""
+    tr = simulate(seed)
+    truth = [e for e in tr.events if e["event"] == "fell"][0]
+    assert tr.meta["fall"] == "count" and tr.meta["fall_detail"]["blocks"] == 2
+    ev = _run(tr)
+    _match(tr.events, ev)
+    fell = [e for e in ev if e["event"] == "fell"][0]
+    assert fell["why"] == "ring outlasting one impact"
+    assert fell["detected"] - truth["t_impact"] < 0.06
+    assert [e for e in _run(tr, StabilityConfig(ring_tau_s=0)) if e["event"] == "fell"] == []  # the rule does it
+
+
+def test_a_gentle_hand_is_placed_when_its_motion_began():
+    """Seed 1013: the first placement's hand holds the motion level around active_level
+    for most of a second before it confirms; the block was set (the hand's contact) when
+    the motion began, not 0.8 s later (place_onset_level)."""
+    tr = simulate(1013)
+    want = [e["t"] for e in tr.events if e["event"] == "placed"][0]
+    got = [e["t"] for e in _run(tr) if e["event"] == "placed"][0]
+    assert abs(got - want) < 0.05
