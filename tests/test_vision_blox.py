@@ -508,3 +508,102 @@ def test_a_hidden_space_is_guessed_empty_only_when_the_evidence_points_there(tmp
                and rec.last["hidden_cell"][r, c]]
     assert not guessed
     assert empty_like & {tuple(x) for x in obs["occluded"]}  # the spaces guessed on the still board
+
+
+# ------------------------------------------------------------------ chip radius (heights)
+
+
+def test_chip_radius_in_plane_is_the_scaling_about_the_nadir(cal_file):
+    """A chip's rim of an h-block tower, projected and cast back onto the plane of another
+    height's chip top, is a circle of the radius chip_radius_in_plane predicts."""
+    from calibration.store import load_calibration
+    from vision import _blox_geometry as geo
+    from vision.board import BoardView
+
+    view = BoardView(load_calibration(cal_file), "blox")
+    b = view.kit.blox
+    C = view.camera_position()
+    R = b.chip.diameter_mm / 2
+    for (r, c), h, h_plane in (((4, 4), 5, 1), ((1, 7), 1, 4), ((7, 2), 3, 3)):
+        a = np.linspace(0, 2 * np.pi, 40, endpoint=False)
+        z = -(h * b.block.height_mm + b.chip.thickness_mm)
+        rim = np.column_stack([(c + 0.5) * b.space_mm + R * np.cos(a), (r + 0.5) * b.space_mm + R * np.sin(a),
+                               np.full(len(a), z)])
+        d = view.rays(view.project(rim))
+        zp = -(h_plane * b.block.height_mm + b.chip.thickness_mm)
+        p = C[None] + d * ((zp - C[2]) / d[:, 2])[:, None]
+        centre = p[:, :2].mean(axis=0)
+        radius = np.hypot(*(p[:, :2] - centre).T)
+        want = float(geo.chip_radius_in_plane(view, h_plane, np.array([h]))[0])
+        assert np.allclose(radius, want, atol=0.02)
+        assert (want > R) == (h > h_plane) and (want == pytest.approx(R)) == (h == h_plane)
+
+
+def _rim_profiles(radius: float, centre: tuple[float, float], inside, outside, angles, radii, ramp: float = 0.5):
+    """Synthetic radial profiles across a disc's rim (linear colour ramp ``ramp`` mm wide)."""
+    x = np.cos(angles)[:, None] * radii[None, :]
+    y = np.sin(angles)[:, None] * radii[None, :]
+    dist = np.hypot(x - centre[0], y - centre[1]) - radius
+    m = np.clip(0.5 - dist / ramp, 0, 1)[..., None]
+    return m * np.asarray(inside, np.float32) + (1 - m) * np.asarray(outside, np.float32)
+
+
+def test_fit_rim_circle_measures_an_off_centre_disc():
+    from vision import _blox_geometry as geo
+    from vision.blox import RIM_MIN_DIRECTIONS, fit_rim_circle
+
+    radii = geo.rim_radii(load_kit())
+    angles = np.linspace(0, 2 * np.pi, geo.RIM_DIRECTIONS, endpoint=False)
+    chip, top = (0.7, 0.5, 0.1), (0.8, 0.8, 0.75)  # gold chip on a white block: linear RGB
+    for radius, centre in ((10.0, (0.0, 0.0)), (10.35, (1.2, -0.8)), (9.7, (-0.5, 0.9))):
+        fit = fit_rim_circle(_rim_profiles(radius, centre, chip, top, angles, radii), radii, angles)
+        assert fit is not None and abs(fit[0] - radius) < 0.03 and fit[1] < 0.2
+    # A few profiles spoilt (a nearer piece's corner across them) are left out.
+    prof = _rim_profiles(10.2, (0.5, 0.0), chip, top, angles, radii)
+    prof[:4, 10:] = (0.1, 0.1, 0.1)
+    fit = fit_rim_circle(prof, radii, angles)
+    assert fit is not None and abs(fit[0] - 10.2) < 0.05
+    # Only the profiles allowed are read; too few, or no contrast: no reading.
+    half = np.cos(angles) >= 0
+    assert abs(fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, half)[0] - 10.1) < 0.03
+    few = np.zeros(len(angles), bool)
+    few[:RIM_MIN_DIRECTIONS - 1] = True
+    assert fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, few) is None
+    assert fit_rim_circle(_rim_profiles(10.1, (0, 0), top, top, angles, radii), radii, angles) is None
+
+
+def test_chip_rim_costs_point_at_the_true_heights(monkeypatch):
+    """On a committed scene, the chip's radius alone (sampled in the plane of each true
+    height) prefers the true height or a neighbour for the towers whose rim it reads,
+    and the exact one for most: the cue that decides towers straight under the camera.
+    (This oblique scene's towers are measured with the steepness gate lifted; with it,
+    only the towers seen within RIM_MAX_VIEW_DEG of straight down are.)"""
+    import vision.blox as vb
+    from vision.evaluate import load_fixture
+
+    fx = load_fixture(FIX / "neutral")
+    rec = make_recognizer("blox", calibration_from_dir(fx.path / "calibration", "blox"))
+    i, image = next(iter(fx.frames()))
+    rec.process(image, 0.0, i)
+    truth = np.zeros(81, int)
+    for r, row in enumerate(fx.truth[i]["state"]["cells"]):
+        for c, v in enumerate(row):
+            if v and "tower" in v:
+                truth[r * 9 + c] = len(v["tower"])
+    towers = np.nonzero(truth)[0]
+    cam = rec.view.camera_position()
+    s = rec.kit.blox.space_mm
+    angle = np.degrees(np.arctan2(np.hypot((towers % 9 + 0.5) * s - cam[0], (towers // 9 + 0.5) * s - cam[1]), -cam[2]))
+    gated = rec._chip_rim_costs(image, truth, np.zeros(81, bool))
+    assert not gated[towers[angle > vb.RIM_MAX_VIEW_DEG]].any()
+    monkeypatch.setattr(vb, "RIM_MAX_VIEW_DEG", 90.0)
+    extra = rec._chip_rim_costs(image, truth, np.zeros(81, bool))
+    read = towers[extra[towers].any(axis=1)]
+    assert len(read) >= len(towers) / 2
+    assert np.all(extra[np.setdiff1d(np.arange(81), towers)] == 0)  # only towers are measured
+    assert np.all(extra[:, 0] == 0) and np.all(extra[:, 6] == 0)  # empty and figure untouched
+    best = 1 + np.argmin(extra[read, 1:6], axis=1)
+    assert np.mean(np.abs(best - truth[read]) <= 1) >= 0.8
+    assert np.mean(best == truth[read]) > 0.5
+    # Under a hand nothing is measured.
+    assert not rec._chip_rim_costs(image, truth, np.ones(81, bool)).any()

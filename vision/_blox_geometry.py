@@ -383,3 +383,49 @@ def _on_table(xy: np.ndarray, w: float, markers: list[tuple[float, float, float,
     for x0, y0, x1, y1 in markers:
         out &= ~((xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1))
     return out
+
+
+#: chip-rim profiles (see :func:`chip_rim_pixels`): directions round the chip ...
+RIM_DIRECTIONS = 32
+#: ... and radii sampled along each, as fractions of the chip's radius (clear of its
+#: printed value inside; the outer end is further capped to stay on the top face)
+RIM_INNER, RIM_OUTER, RIM_STEP = 0.7, 1.25, 0.025
+
+
+def rim_radii(kit: Kit) -> np.ndarray:
+    """Radii (mm, in the plane of a chip's top) of the chip-rim profiles: from inside the
+    chip, clear of its printed value, to outside its rim but on the top face however far
+    the top block sits off centre (its footprint's half less the kit's offset)."""
+    b = kit.blox
+    R = b.chip.diameter_mm / 2
+    outer = min(RIM_OUTER * R, b.block.footprint_mm / 2 - b.block.max_offset_mm)
+    return np.arange(RIM_INNER * R, outer + 1e-6, RIM_STEP * R)
+
+
+def chip_rim_pixels(view: BoardView, r: int, c: int, h: int) -> np.ndarray:
+    """Image pixels (RIM_DIRECTIONS, len(rim_radii), 2) of radial profiles across the chip's
+    rim of a tower of ``h`` blocks on cell (r, c), laid out in the plane of that chip's
+    top around the cell's centre: where a chip of the kit's size would show its rim if
+    the tower had that height. The rim found along them measures the chip's radius in
+    that plane, which tells the real height (:func:`chip_radius_in_plane`)."""
+    b = view.kit.blox
+    s = b.space_mm
+    z = -(h * b.block.height_mm + b.chip.thickness_mm)
+    a = np.linspace(0, 2 * np.pi, RIM_DIRECTIONS, endpoint=False)
+    rho = rim_radii(view.kit)
+    x = (c + 0.5) * s + np.cos(a)[:, None] * rho[None, :]
+    y = (r + 0.5) * s + np.sin(a)[:, None] * rho[None, :]
+    pts = np.stack([x.ravel(), y.ravel(), np.full(x.size, z)], 1)
+    return view.project(pts).reshape(RIM_DIRECTIONS, len(rho), 2).astype(np.float32)
+
+
+def chip_radius_in_plane(view: BoardView, h_plane: int, h: np.ndarray) -> np.ndarray:
+    """Radius (mm) that the chip of a tower of ``h`` blocks shows in the plane of the chip
+    top of an ``h_plane`` tower. Central projection from the camera between two
+    horizontal planes is a uniform scaling about the camera's nadir, so a circle stays
+    a circle, scaled by the ratio of the planes' depths below the camera."""
+    b = view.kit.blox
+    cz = float(view.camera_position()[2])
+    z_plane = -(h_plane * b.block.height_mm + b.chip.thickness_mm)
+    z_chip = -(np.asarray(h, float) * b.block.height_mm + b.chip.thickness_mm)
+    return b.chip.diameter_mm / 2 * (z_plane - cz) / (z_chip - cz)

@@ -28,7 +28,11 @@ How a frame is read (issue 8):
    spot (the space's colour plus white light), at a price. Where a probe looks past
    the board's edge (oblique views, the far row), the table is predicted there, in
    its colour measured around the board this frame: the table is no piece, and a
-   piece is seen against it. Each free colour choice of a
+   piece is seen against it. From a camera nearly straight above a tower shows almost
+   none of its side faces and its top face moves less than the blocks' jitter from one
+   height to the next: there the chip's radius, fitted to its rim in the image and
+   compared with the radius each height predicts, decides (``_chip_rim_costs``).
+   Each free colour choice of a
    hypothesis (a figure, every tower level) costs a little too, so that a cell with
    little visible evidence does not become a piece by fitting noise.
 5. Occlusion between cells: cells are decided in order of distance from the camera's
@@ -117,6 +121,16 @@ MIN_OWN_VISIBLE = 6  # probes of a cell's decided hypothesis that must be seen .
 HIDDEN_MIN_CONF = 0.9  # ... unless the visible evidence decides it with this posterior
 HIDDEN_GUESS_MIN = 0.6  # ... else one read as empty with this posterior is reported so, ...
 HIDDEN_GUESS_CONF = 0.25  # ... at this confidence (and any other is reported occluded)
+# The chip's radius (see Recognizer._chip_rim_costs): a tower straight under the camera
+# shows almost none of its side faces, but its chip's image grows with its height.
+RIM_MIN_CONTRAST = 0.03  # linear-RGB distance between the chip and the top face for a profile to count
+RIM_MIN_DIRECTIONS = 10  # profiles (of the half of geo_mod.RIM_DIRECTIONS used) that must find the rim
+RIM_OUTLIER_MM = 0.4  # a rim point this far off the fitted circle is dropped (a nearer piece, the print)
+RIM_SIGMA_FLOOR_MM = 0.15  # systematic error of the fitted radius (blur, the lens, the print): measured on dev scenes
+RIM_MAX_CHI2 = 16.0  # one frame's radius argues against a height by at most this much
+# Only towers seen this close to straight down (their axis against the camera's) are
+# measured: farther out their side faces show the height, and a nearer piece may cut the chip.
+RIM_MAX_VIEW_DEG = 15.0
 PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior when this many spaces agreed (no hand)
 
 
@@ -152,6 +166,7 @@ class Recognizer:
         self.gate = StabilityGate(stable_seconds)
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None
+        self._rim_cache: tuple[int, dict] | None = None  # chip-rim profile pixels per (cell, height), per pose
         self._lores_roi: tuple[int, np.ndarray] | None = None
         self.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
         self.edition = edition
@@ -374,12 +389,15 @@ class Recognizer:
         hit = top_mm[g.pair_cell] >= g.pair_mm
         return np.bincount(g.pair_p, weights=hit.astype(np.float32), minlength=len(g.px)) > 0
 
-    def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry) -> tuple:
+    def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
+                extra: np.ndarray | None = None) -> tuple:
         """Decide every cell, then re-decide the cells whose probes the decided solids of
-        nearer cells hide, until nothing more changes."""
+        nearer cells hide, until nothing more changes. ``extra``: costs (cells, N_HYP)
+        added to the probes' (the chip's radius); the returned costs include them."""
         visible = seen
+        add = 0.0 if extra is None else extra
         cost, S, cnt, P = self._score(Q, visible, g)
-        decision = np.argmin(cost, axis=1)
+        decision = np.argmin(cost + add, axis=1)
         for _ in range(5):
             hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
             new_visible = seen & ~hidden
@@ -388,8 +406,8 @@ class Recognizer:
             if len(changed) == 0:
                 break
             cost, S, cnt, P = self._score(Q, visible, g, changed, (cost, S, cnt, P))
-            decision = np.argmin(cost, axis=1)
-        return decision, visible, cost, S, cnt, P
+            decision = np.argmin(cost + add, axis=1)
+        return decision, visible, cost + add, S, cnt, P
 
     def _learn_chip(self, lab_top: np.ndarray, visible: np.ndarray, decision: np.ndarray, g: BloxGeometry) -> float:
         """The chips' colour as seen on this table: the kit gives only a nominal colour
@@ -448,6 +466,64 @@ class Recognizer:
             new[o] = float(np.clip((np.dot(w, ratio) + w0 * DEFAULT_SIDE_SHADE) / (w.sum() + w0), 0.12, 1.6))
         self.side_shade = new
 
+    def _chip_rim_costs(self, frame_bgr: np.ndarray, decision: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+        """Extra hypothesis costs (cells, N_HYP) from the chip's radius in the image.
+
+        From a camera nearly straight above, a tower shows almost none of its side
+        faces, and its top face moves by less than the blocks' placement jitter from one
+        height to the next: the height shows only in the scale of what is on top. The
+        chip is a disc of the kit's size whose rim contrasts with the top face it lies
+        on; for every cell read as a tower (``decision`` 1..5, not ``blocked`` by a
+        hand, seen within ``RIM_MAX_VIEW_DEG`` of straight down) its rim is found along radial profiles in the plane of the read height's
+        chip top and a circle is fitted to it (:func:`fit_rim_circle`), its centre free
+        (offset, jitter, a wrong plane's shift from the nadir). Each tower height
+        predicts the radius seen in that plane (geo_mod.chip_radius_in_plane); the
+        squared misfit in units of the fit's error becomes a cost (relative to the best
+        height, capped at ``RIM_MAX_CHI2``, weighed like the probes' costs), so the
+        decision follows the chip's scale where the probes cannot tell, and the probes
+        where the rim is not seen (a nearer tower, a hand, no contrast)."""
+        n = self.n
+        extra = np.zeros((n * n, N_HYP))
+        cam = self.view.camera_position()
+        s = self.kit.blox.space_mm
+        centres = (np.stack(np.divmod(np.arange(n * n), n), 1)[:, ::-1] + 0.5) * s  # (x, y) per cell
+        steep = np.hypot(*(centres - cam[:2]).T) <= -cam[2] * np.tan(np.radians(RIM_MAX_VIEW_DEG))
+        cells = np.nonzero((decision >= 1) & (decision <= 5) & ~blocked & steep)[0]
+        if not len(cells):
+            return extra
+        key = self.view.version
+        if self._rim_cache is None or self._rim_cache[0] != key:
+            self._rim_cache = (key, {})
+        cache = self._rim_cache[1]
+        pix = []
+        for k in cells:
+            ck = (int(k), int(decision[k]))
+            if ck not in cache:
+                cache[ck] = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(decision[k]))
+            pix.append(cache[ck])
+        pix_a = np.stack(pix)  # (cells, directions, radii, 2)
+        prof = bgr_to_linear(np.nan_to_num(sample(frame_bgr, pix_a.reshape(-1, 2)), nan=-1.0)).reshape(
+            *pix_a.shape[:3], 3)
+        inside = np.all((pix_a >= 0) & (pix_a <= [frame_bgr.shape[1] - 1, frame_bgr.shape[0] - 1]), axis=(1, 2, 3))
+        radii = geo_mod.rim_radii(self.kit)
+        angles = np.linspace(0, 2 * np.pi, geo_mod.RIM_DIRECTIONS, endpoint=False)
+        heights = np.arange(1, 6)
+        for i, k in enumerate(cells):
+            if not inside[i]:
+                continue
+            # The chip's side wall shows on the side facing the camera and widens the disc
+            # there: the rim is read on the far half only, where the top's edge is the outline.
+            away = centres[k] - cam[:2]
+            use = np.cos(angles) * away[0] + np.sin(angles) * away[1] >= 0
+            fit = fit_rim_circle(prof[i], radii, angles, use)
+            if fit is None:
+                continue
+            radius, sigma = fit
+            pred = geo_mod.chip_radius_in_plane(self.view, int(decision[k]), heights)
+            chi2 = np.minimum(((radius - pred) / sigma) ** 2, RIM_MAX_CHI2)
+            extra[k, 1:6] = TEMPERATURE * (chi2 - chi2.min()) / 2
+        return extra
+
     # ------------------------------------------------------------------ process
     def process(self, frame_bgr: np.ndarray, t: float, index: int, lores: np.ndarray | None = None) -> dict:
         if frame_bgr is None or not isinstance(frame_bgr, np.ndarray) or frame_bgr.ndim != 3 or frame_bgr.shape[2] != 3:
@@ -497,6 +573,12 @@ class Recognizer:
                 # The side faces' shading changed (new light, first frame): read again with it.
                 Q = self._probe_costs(lab_top, lin_n, g, table_lab)
                 decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g)
+        rim = self._chip_rim_costs(frame_bgr, decision, hand_cells)
+        if rim.any():
+            if np.array_equal(np.argmin(cost + rim, axis=1), decision):
+                cost = cost + rim
+            else:  # a height changes: what the new solid hides changes too
+                decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g, rim)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
         # Hands: cells under a hand, or whose evidence a hand hides, are not read.
@@ -659,6 +741,57 @@ class Recognizer:
                 else:
                     cv2.drawMarker(out, pc, bgr.get(cell["figure"], (255, 255, 255)), cv2.MARKER_DIAMOND, 12, 2)
         return out
+
+
+def fit_rim_circle(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
+                   use: np.ndarray | None = None) -> tuple[float, float] | None:
+    """Radius (mm) and its standard error of the chip's rim seen along radial profiles.
+
+    ``prof`` (directions, len(radii), 3): linear RGB sampled at ``radii`` (mm, outward)
+    along the directions ``angles`` in the plane of a chip's top. Along each profile the
+    inner end shows the chip and the outer end the top face; where they differ enough
+    (``RIM_MIN_CONTRAST``) the rim is the one place where the profile crosses half-way
+    from one to the other (interpolated between samples; a profile crossing more than
+    once, a nearer piece or a glare spot in the way, is left out). A circle is fitted to
+    the rim points (least squares on x^2 + y^2 = 2ax + 2by + c: exact for a circle off
+    centre), points off it by more than ``RIM_OUTLIER_MM`` dropped once. None when fewer
+    than ``RIM_MIN_DIRECTIONS`` profiles agree. ``use``: the profiles that may be used (all
+    by default)."""
+    inner = prof[:, :3].mean(axis=1)
+    outer = prof[:, -3:].mean(axis=1)
+    axis = inner - outer
+    norm2 = (axis * axis).sum(axis=1)
+    ok = (np.sqrt(norm2) >= RIM_MIN_CONTRAST) & (prof >= 0).all(axis=(1, 2))
+    if use is not None:
+        ok &= use
+    m = ((prof - outer[:, None, :]) * axis[:, None, :]).sum(axis=2) / np.maximum(norm2, 1e-12)[:, None]
+    above = m >= 0.5
+    falls = above[:, :-1] & ~above[:, 1:]
+    rises = ~above[:, :-1] & above[:, 1:]
+    ok &= (falls.sum(axis=1) == 1) & (rises.sum(axis=1) == 0)
+    if ok.sum() < RIM_MIN_DIRECTIONS:
+        return None
+    j = np.argmax(falls[ok], axis=1)
+    mo = m[ok]
+    rows = np.arange(len(j))
+    a0, a1 = mo[rows, j], mo[rows, j + 1]
+    rho = radii[j] + (a0 - 0.5) / np.maximum(a0 - a1, 1e-6) * (radii[j + 1] - radii[j])
+    x, y = rho * np.cos(angles[ok]), rho * np.sin(angles[ok])
+    keep = np.ones(len(x), bool)
+    for _ in range(2):
+        if keep.sum() < RIM_MIN_DIRECTIONS:
+            return None
+        A = np.column_stack([2 * x[keep], 2 * y[keep], np.ones(keep.sum())])
+        sol = np.linalg.lstsq(A, x[keep] ** 2 + y[keep] ** 2, rcond=None)[0]
+        cx, cy = sol[0], sol[1]
+        radius = float(np.sqrt(max(sol[2] + cx * cx + cy * cy, 0.0)))
+        res = np.hypot(x - cx, y - cy) - radius
+        keep = np.abs(res) <= RIM_OUTLIER_MM
+    used = int(keep.sum())
+    if used < RIM_MIN_DIRECTIONS:
+        return None
+    spread = float(np.sqrt(np.mean(res[keep] ** 2)))
+    return radius, float(np.hypot(spread / np.sqrt(used - 3), RIM_SIGMA_FLOOR_MM))
 
 
 def _chain_forward(U: np.ndarray, P: np.ndarray) -> list[np.ndarray]:
