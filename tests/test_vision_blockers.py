@@ -255,7 +255,8 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
                                                            (8_760_001, "cm3", "everything", 81),
                                                            (8_810_502, "cm3-wide", "hands", 30),
                                                            (8_810_503, "webcam", "hands", 50),
-                                                           (8_820_502, "cm3-wide", "hands", 40)])
+                                                           (8_820_502, "cm3-wide", "hands", 40),
+                                                           (8_820_504, "cm3", "everything", 70)])
 def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, model, preset, at_least) -> None:
     """Development scenes (rendered as bench/vision_cards_tiles.py renders them) whose
     arms were read as an empty board: pale arms over a lilac paper, far off the paper's
@@ -266,7 +267,8 @@ def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, m
     committed, tiles under the hand read as empty spaces): there the arm is seen
     crossing the table into the board (vision.surround), even beside another arm whose
     hand is found (8,820,502: a hand found on the board further along the same side is
-    not the pale arm's)."""
+    not the pale arm's); and skin over a tile, far off the paper, which must not be
+    taken for a drifted tile (8,820,504: it carries no readable face)."""
     setup = sc.sample_setup(KIT, "blockers", seed, model=model)
     cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
     s2 = seed * 100 + sc.PRESETS.index(preset)
@@ -496,3 +498,29 @@ def test_something_left_beside_the_board_stops_the_game_only_until_it_has_lain_s
         y = 100 + 25 * (k % 2)
         obs = moving.process(_left_on_the_table(image, moving.view, (w + 20, w + 70), (y, y + 60)), float(t), 2 + k)
         assert obs["stable"] is False and len(obs["occluded"]) == 81
+
+
+def test_a_tile_printed_nearer_the_paper_than_its_own_colour_is_still_a_tile() -> None:
+    """Print drift within table-kit.md can move a violet tile (redder, less blue, seen
+    through a white balance fitted on bluish marker paper) nearer a lilac-tinted
+    paper's chromaticity than the violet reference: it was read as an empty space (and
+    tiles at the edge as an arm, holding the frame up). A saturated space far off the
+    surveyed paper with a print (vision.tiles.TILE_OFF_PAPER, MIN_PRINT) is a tile, its
+    colour the nearest reference, when its face is read."""
+    import dataclasses
+
+    base = sc.sample_setup(KIT, "blockers", 9_201, model="cm3-wide")
+    # within the kit's +-10% print drift: bluish marker paper (the white balance is
+    # fitted on it), a redder violet, a lilac-tinted board
+    drift = dict(base.drift)
+    drift.update({"marker-paper": (0.908, 0.961, 1.072), "violet": (1.076, 1.076, 0.923),
+                  "blockers-board": (1.012, 0.914, 0.980)})
+    setup = dataclasses.replace(base, drift=drift)
+    cal = user_calibration(setup, "blockers", 9_201, KIT)
+    state = st.blockers_state(KIT, np.random.default_rng(9_202), tiles=60)
+    assert sum(1 for row in state["cells"] for t in row if t and t["color"] == "violet") >= 8
+    cond = sc.sample_conditions(9_203, "neutral", area=KIT.area_mm("blockers"), kit=KIT)
+    obs = read_still(Recognizer(cal), jpeg_round_trip(sc.render_frame(setup, state, cond, 9_203).image))
+    m = score({"state": state, "occluded": []}, obs)
+    assert m["tile_color"] == (0, 81) and m["face_wrong"][0] == 0, m
+    assert obs["stable"] is True

@@ -242,7 +242,9 @@ class Recognizer:
 def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
     """(n, n) bool: spaces whose reading is neither a tile nor the board's paper.
 
-    A tile without print and off its colour reference (``PRINTLESS_*``), or an "empty"
+    A tile without print and off its colour reference (``PRINTLESS_*``), a tile nearer
+    the paper's colour than its own whose print is no face (taken for a tile only for
+    being far off the paper: vision.tiles.TILE_OFF_PAPER; skin over a tile), or an "empty"
     space off the paper's colour (``FOREIGN_PAPER_CHROMA``), not whitened by glare, and
     either far off it (``FOREIGN_FAR_CHROMA``) or off it and more saturated than the
     paper spaces of the same frame, the two together (``FOREIGN_COMBINED``; more
@@ -259,6 +261,7 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
         return s.board_dist > FOREIGN_PAPER_CHROMA and (far >= 1.0 or far + more_saturated >= FOREIGN_COMBINED)
 
     return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
+                      or (s.tile and s.face is None and s.colour_dist >= s.board_dist)
                       or (not s.tile and not s.whitish and off_paper(s))
                       for s in row] for row in spaces])
 

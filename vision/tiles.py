@@ -46,6 +46,12 @@ WINDOW_MM = 24.0  # the part of a space that a tile (27 mm, up to ~1.5 mm askew)
 # where the two classes' templates differ (see GlyphBank.discriminate).
 CLOSE_MARGIN = 0.01
 CLOSE_DISCRIMINATE = 0.2
+# Chromaticity distance from the surveyed paper beyond which a saturated space with a
+# print is a tile whatever reference it is nearest (the paper itself stays within ~0.08
+# of its survey: FOREIGN_PAPER_CHROMA in vision.blockers); the print: at least MIN_PRINT
+# of the window inked (the smallest face, the wild tile's word, inks ~3%).
+TILE_OFF_PAPER = 0.15
+MIN_PRINT = 0.015
 # A "letter" of no letter's height is read as the symbol it resembles only if that
 # symbol's template fits within this much of the letter's (a crescent read as C: 0.97
 # against 0.98; a defocused H against a square: 0.75 against 0.99).
@@ -179,7 +185,13 @@ class TileReader:
         # leaves paper in the window: the lit pixels' mean is paler than the tile, but
         # its saturated pixels still show the tile's colour.
         d_tile = np.minimum(d_tile, d0)
-        is_tile = (d_tile < d_board) & (p70 > 0.2)
+        # A saturated space far off the surveyed paper is no paper, even when its colour
+        # has drifted nearer the paper than its own reference (a violet tile printed
+        # redder over a lilac-tinted paper, seen through a white balance fitted on bluish
+        # marker paper): a tile, its colour the nearest reference, if it carries a print
+        # (every tile does, R-BLOCKERS-1; skin over the board does not).
+        drifted = (d_tile >= d_board) & (d_board > TILE_OFF_PAPER) & ~whitish & (p70 > 0.2)
+        is_tile = ((d_tile < d_board) & (p70 > 0.2)) | drifted
         ink_all = np.clip((1.0 - lum_full[is_tile] / np.maximum(tl[is_tile], 1e-6)[:, None, None]) * 1.15, 0, 1)
         out: list[list[SpaceReading]] = [[None] * n for _ in range(n)]  # type: ignore[list-item]
         # A tile whose ink is what it was in the previous frame (same warp) keeps its
@@ -211,6 +223,10 @@ class TileReader:
             ink = ink_all[t]
             box = boxes[t]
             t += 1
+            if drifted[k] and box[0] < MIN_PRINT * ink.size:
+                out[r][cc] = SpaceReading(False, None, 0.0, None, 0, 0, float(p70[k]), float(d_tile[k]), 0.0,
+                                          float(d_board[k]), False)
+                continue
             dist, margin = float(d0[k]), float(d1[k] - d0[k])
             conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
             if same[k]:
