@@ -250,6 +250,18 @@ def test_an_arm_over_most_markers_hides_the_whole_board(full_board) -> None:
     assert obs["state"]["cells"] == [[None] * 9 for _ in range(9)]
 
 
+def _dev_scene(seed: int, model: str, preset: str):
+    """A development scene rendered as bench/vision_cards_tiles.py renders it, and the
+    calibration a user would make for its set-up."""
+    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
+    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
+    s2 = seed * 100 + sc.PRESETS.index(preset)
+    rng = np.random.default_rng(s2)
+    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
+    cond = sc.sample_conditions(s2, preset, area=KIT.area_mm("blockers"), kit=KIT)
+    return sc.render_frame(setup, state, cond, s2), cal
+
+
 @pytest.mark.parametrize("seed, model, preset, at_least", [(8_720_504, "cm3", "hands", 30),
                                                            (8_790_008, "cm3-wide", "hands", 30),
                                                            (8_760_001, "cm3", "everything", 81),
@@ -269,13 +281,7 @@ def test_arms_that_were_read_as_board_on_development_scenes_are_occluded(seed, m
     hand is found (8,820,502: a hand found on the board further along the same side is
     not the pale arm's); and skin over a tile, far off the paper, which must not be
     taken for a drifted tile (8,820,504: it carries no readable face)."""
-    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
-    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
-    s2 = seed * 100 + sc.PRESETS.index(preset)
-    rng = np.random.default_rng(s2)
-    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
-    cond = sc.sample_conditions(s2, preset, area=KIT.area_mm("blockers"), kit=KIT)
-    r = sc.render_frame(setup, state, cond, s2)
+    r, cal = _dev_scene(seed, model, preset)
     ok, png = cv2.imencode(".png", r.image)
     obs = read_still(Recognizer(cal), cv2.imdecode(png, cv2.IMREAD_COLOR))
     assert len(r.truth["occluded"]) >= at_least and obs["stable"] is False
@@ -386,13 +392,7 @@ def test_a_defocused_letter_of_no_letters_height_is_not_read_as_a_symbol_it_does
     symbols, where a square fits it at 0.75 against the H's 0.99. A symbol must fit
     nearly as well as the letter (REDIRECT_GAP); here none does, and the face is left
     unread (its colour given), never read wrong."""
-    setup = sc.sample_setup(KIT, "blockers", seed, model=model)
-    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
-    s2 = seed * 100 + sc.PRESETS.index("defocus")
-    rng = np.random.default_rng(s2)
-    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
-    cond = sc.sample_conditions(s2, "defocus", area=KIT.area_mm("blockers"), kit=KIT)
-    r = sc.render_frame(setup, state, cond, s2)
+    r, cal = _dev_scene(seed, model, "defocus")
     ok, png = cv2.imencode(".png", r.image)
     obs = read_still(Recognizer(cal), cv2.imdecode(png, cv2.IMREAD_COLOR))
     hs = [(rr, cc) for rr, row in enumerate(r.truth["state"]["cells"]) for cc, t in enumerate(row)
@@ -422,14 +422,7 @@ def test_a_tile_off_its_window_in_a_motion_blurred_frame_keeps_its_colour() -> N
     puts a green tile ~2.5 mm off its space's window: a strip of paper brighter than the
     tile made the whole tile count as ink, and the space read empty. The tile's colour
     comes from its saturated pixels and their own brightness."""
-    seed = 8_730_511
-    setup = sc.sample_setup(KIT, "blockers", seed, model="cm3-wide")
-    cal = user_calibration(setup, "blockers", seed, KIT, jpeg_quality=None)
-    s2 = seed * 100 + sc.PRESETS.index("motion")
-    rng = np.random.default_rng(s2)
-    state = st.blockers_state(KIT, rng, tiles=int(rng.integers(10, 70)))
-    cond = sc.sample_conditions(s2, "motion", area=KIT.area_mm("blockers"), kit=KIT)
-    r = sc.render_frame(setup, state, cond, s2)
+    r, cal = _dev_scene(8_730_511, "cm3-wide", "motion")
     obs = read_still(Recognizer(cal), r.image)
     assert r.truth["state"]["cells"][1][2] == {"color": "green", "face": "3"}
     assert (obs["state"]["cells"][1][2] or {}).get("color") == "green"
