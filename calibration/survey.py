@@ -171,6 +171,12 @@ SURROUND_STEP_MM = 12.0
 SURROUND_PATCH_MM = 6.0
 
 
+def surround_layout() -> dict[str, Any]:
+    """Where :func:`surround` samples, as stored with its values: a later frame is
+    compared with a survey only when it is sampled the same way."""
+    return {"offsets_mm": list(SURROUND_OFFSETS_MM), "step_mm": SURROUND_STEP_MM, "patch_mm": SURROUND_PATCH_MM}
+
+
 def surround_points(kit: Kit, game: str) -> tuple[np.ndarray, np.ndarray]:
     """Board-frame points (N, 2) mm around the play area, and for each (N, 3) ints:
     side (0 far, 1 right, 2 near, 3 left), line (0 inner, 1 outer), position along the
@@ -205,8 +211,7 @@ def surround(image: np.ndarray, kit: Kit, game: str, pose: BoardPose, intr: Intr
     lin = cv2.LUT(image, np.repeat(_LUT[:, None], 3, axis=1).reshape(1, 256, 3))
     vals = cv2.remap(lin, px[:, 0].reshape(1, -1), px[:, 1].reshape(1, -1), cv2.INTER_LINEAR).reshape(-1, 9, 3)
     mean = vals.mean(axis=1)[:, ::-1]
-    return {"offsets_mm": list(SURROUND_OFFSETS_MM), "step_mm": SURROUND_STEP_MM,
-            "lin": [[round(float(v), 5) for v in m] if ok else None for m, ok in zip(mean, inside)]}
+    return {**surround_layout(), "lin": [[round(float(v), 5) for v in m] if ok else None for m, ok in zip(mean, inside)]}
 
 
 def _nominal_lab(rgb: tuple) -> list[float]:

@@ -452,6 +452,11 @@ def test_the_table_round_the_board_shows_no_arm_in_any_light_without_hands() -> 
         watch = SurroundWatch(view, cal.survey)
         assert watch.enabled
         assert watch.arms(image, 0.0) == [], preset
+    # a survey whose strip was sampled otherwise is not compared (a calibration made
+    # before the layout changed): the watch is off rather than wrong
+    other = {**cal.survey, "surround": {**cal.survey["surround"], "patch_mm": 4.0}}
+    assert SurroundWatch(view, other).enabled is False
+    assert SurroundWatch(view, {k: v for k, v in cal.survey.items() if k != "surround"}).enabled is False
 
 
 def _left_on_the_table(image: np.ndarray, view, x_mm: tuple[float, float], y_mm: tuple[float, float]) -> np.ndarray:

@@ -553,7 +553,7 @@ def test_fit_rim_circle_measures_an_off_centre_disc():
     from vision.blox import RIM_MIN_DIRECTIONS, fit_rim_circle
 
     radii = geo.rim_radii(load_kit())
-    angles = np.linspace(0, 2 * np.pi, geo.RIM_DIRECTIONS, endpoint=False)
+    angles = geo.rim_angles()
     chip, top = (0.7, 0.5, 0.1), (0.8, 0.8, 0.75)  # gold chip on a white block: linear RGB
     for radius, centre in ((10.0, (0.0, 0.0)), (10.35, (1.2, -0.8)), (9.7, (-0.5, 0.9))):
         fit = fit_rim_circle(_rim_profiles(radius, centre, chip, top, angles, radii), radii, angles)

@@ -402,6 +402,11 @@ def rim_radii(kit: Kit) -> np.ndarray:
     return np.arange(RIM_INNER * R, outer + 1e-6, RIM_STEP * R)
 
 
+def rim_angles() -> np.ndarray:
+    """The directions (radians) of the chip-rim profiles, in the board frame."""
+    return np.linspace(0, 2 * np.pi, RIM_DIRECTIONS, endpoint=False)
+
+
 def chip_rim_pixels(view: BoardView, r: int, c: int, h: int) -> np.ndarray:
     """Image pixels (RIM_DIRECTIONS, len(rim_radii), 2) of radial profiles across the chip's
     rim of a tower of ``h`` blocks on cell (r, c), laid out in the plane of that chip's
@@ -411,7 +416,7 @@ def chip_rim_pixels(view: BoardView, r: int, c: int, h: int) -> np.ndarray:
     b = view.kit.blox
     s = b.space_mm
     z = -(h * b.block.height_mm + b.chip.thickness_mm)
-    a = np.linspace(0, 2 * np.pi, RIM_DIRECTIONS, endpoint=False)
+    a = rim_angles()
     rho = rim_radii(view.kit)
     x = (c + 0.5) * s + np.cos(a)[:, None] * rho[None, :]
     y = (r + 0.5) * s + np.sin(a)[:, None] * rho[None, :]

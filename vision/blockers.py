@@ -261,7 +261,7 @@ def foreign_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
         return s.board_dist > FOREIGN_PAPER_CHROMA and (far >= 1.0 or far + more_saturated >= FOREIGN_COMBINED)
 
     return np.array([[(s.tile and s.ink < PRINTLESS_INK and s.colour_dist > PRINTLESS_CHROMA)
-                      or (s.tile and s.face is None and s.colour_dist >= s.board_dist)
+                      or (s.tile and s.drifted and s.face is None)
                       or (not s.tile and not s.whitish and off_paper(s))
                       for s in row] for row in spaces])
 

@@ -506,7 +506,7 @@ class Recognizer:
             *pix_a.shape[:3], 3)
         inside = np.all((pix_a >= 0) & (pix_a <= [frame_bgr.shape[1] - 1, frame_bgr.shape[0] - 1]), axis=(1, 2, 3))
         radii = geo_mod.rim_radii(self.kit)
-        angles = np.linspace(0, 2 * np.pi, geo_mod.RIM_DIRECTIONS, endpoint=False)
+        angles = geo_mod.rim_angles()
         heights = np.arange(1, 6)
         for i, k in enumerate(cells):
             if not inside[i]:

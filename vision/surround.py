@@ -22,7 +22,7 @@ otherwise hold the game up for good: a change that stays exactly as it is for
 ``settle_s`` seconds (an arm is never that still) becomes part of the reference.
 
 API: ``SurroundWatch(view, survey)`` (``enabled`` is False when the survey has no
-``surround``, e.g. a calibration made before it existed); ``arms(frame_bgr, t)`` -> list
+``surround`` sampled as now, e.g. a calibration made before it existed); ``arms(frame_bgr, t)`` -> list
 of :class:`Arm`.
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from calibration.colour import srgb_to_linear
-from calibration.survey import surround_patch, surround_points
+from calibration.survey import surround_layout, surround_patch, surround_points
 from vision.board import BoardView, sample
 
 FLOOR = 2e-3  # linear light below which a ratio means nothing (black table, deep shadow)
@@ -64,12 +64,15 @@ class SurroundWatch:
         self.min_points = min_points
         data = (survey or {}).get("surround")
         pts, where = surround_points(view.kit, view.game)
-        self.enabled = bool(data) and len(data.get("lin", [])) == len(pts)
+        # a survey sampled otherwise (made before the layout changed) is not compared
+        layout = surround_layout()
+        self.enabled = (bool(data) and all(data.get(k) == v for k, v in layout.items())
+                        and len(data.get("lin", [])) == len(pts))
         self.points, self.where = pts, where
         if not self.enabled:
             return
         assert data is not None
-        self.step_mm = float(data["step_mm"])
+        self.step_mm = float(layout["step_mm"])
         known = np.array([v is not None for v in data["lin"]])
         self.reference = np.array([v if v is not None else (1.0, 1.0, 1.0) for v in data["lin"]], float)
         self.known = known & (self.reference.min(axis=1) > FLOOR)

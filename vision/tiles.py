@@ -88,6 +88,7 @@ class SpaceReading:
     ink: float = 0.0  # fraction of the window printed (dark on the tile)
     board_dist: float = 0.0  # chromaticity distance to the surveyed board paper
     whitish: bool = False  # between the board's paper and white: paper under glare
+    drifted: bool = False  # a tile only for being far off the paper: nearer it than its own colour (TILE_OFF_PAPER)
 
 
 class TileReader:
@@ -215,17 +216,15 @@ class TileReader:
         t = 0
         for k in range(n * n):
             r, cc = divmod(k, n)
-            if not is_tile[k]:
-                conf = _unit((d_tile[k] - d_board[k]) / 0.08)
+            if is_tile[k]:
+                ink = ink_all[t]
+                box = boxes[t]
+                t += 1
+            if not is_tile[k] or (drifted[k] and box[0] < MIN_PRINT * ink.size):
+                # no tile (a space only far off the paper, without a print, is none either)
+                conf = 0.0 if is_tile[k] else _unit((d_tile[k] - d_board[k]) / 0.08)
                 out[r][cc] = SpaceReading(False, None, conf, None, 0, 0, float(p70[k]), float(d_tile[k]), 0.0,
                                           float(d_board[k]), bool(whitish[k]))
-                continue
-            ink = ink_all[t]
-            box = boxes[t]
-            t += 1
-            if drifted[k] and box[0] < MIN_PRINT * ink.size:
-                out[r][cc] = SpaceReading(False, None, 0.0, None, 0, 0, float(p70[k]), float(d_tile[k]), 0.0,
-                                          float(d_board[k]), False)
                 continue
             dist, margin = float(d0[k]), float(d1[k] - d0[k])
             conf = _unit(margin / 0.08) * _unit(1.5 - dist / 0.15)
@@ -238,7 +237,7 @@ class TileReader:
                 if canvas is not None:
                     pending.append((memo, canvas))
             out[r][cc] = SpaceReading(True, self.colour_names[int(order[k, 0])], conf, None, 0.0, 0.0, float(p70[k]),
-                                      dist, memo.count / ink.size, float(d_board[k]))
+                                      dist, memo.count / ink.size, float(d_board[k]), drifted=bool(drifted[k]))
             cache[k] = memo
         self.matched = len(pending)  # faces matched against the glyph bank this frame
         if pending:
