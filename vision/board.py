@@ -19,7 +19,7 @@ which changes whenever the pose does; recognisers key their own pose-dependent c
 API (kept stable for the other recognisers):
 
 * ``BoardView(calibration, game=None)``; ``update(frame) -> PoseCheck``;
-  ``pose``, ``version``, ``status``, ``confidence``, ``intr``, ``kit``, ``game``;
+  ``pose``, ``version``, ``status``, ``confirming``, ``confidence``, ``intr``, ``kit``, ``game``;
 * ``project(pts)`` board mm (N,2) or (N,3) -> pixels (N,2);
 * ``camera_position()`` board-frame position of the camera centre;
 * ``rays(px)`` board-frame unit ray directions through pixels (N,2);
@@ -96,6 +96,7 @@ class BoardView:
         self.status: str = PoseStatus.OK.value if calibration.pose is not None else PoseStatus.LOST.value
         self._warps: dict[tuple, _Warp] = {}
         self._cam_pos: np.ndarray | None = None
+        self._candidate: BoardPose | None = None  # a re-found pose awaiting its second sighting
 
     # ------------------------------------------------------------------ pose
     @property
@@ -108,6 +109,12 @@ class BoardView:
         if self.pose is None or self.status == PoseStatus.LOST.value:
             return 0.0
         return float(self.pose.confidence)
+
+    @property
+    def confirming(self) -> bool:
+        """A re-found pose awaits its second sighting: the next frame must be checked
+        even if its markers look the same (that check is what confirms it)."""
+        return self._candidate is not None
 
     def _ensure_size(self, frame: np.ndarray) -> None:
         h, w = frame.shape[:2]
@@ -131,11 +138,26 @@ class BoardView:
         """Re-check the pose on ``frame``; re-find it if the board or camera moved.
 
         ``status`` becomes ``ok``, ``moved`` (re-found, ``version`` bumped),
-        ``unverified`` (too few markers seen, e.g. hands over them: pose kept) or
-        ``lost``. Without markers at all a board is looked for by its outline."""
+        ``unverified`` (too few markers seen, e.g. hands over them, or a re-found pose
+        not yet confirmed: pose kept) or ``lost``. Without markers at all a board is
+        looked for by its outline.
+
+        A pose re-found from markers is taken only when two consecutive frames find the
+        same one (or it agrees with the pose held): markers half under a hand, or
+        smeared by its motion, can give a pose a little off, and a wrong pose would
+        misread every frame after it. A board that really moved costs one frame."""
         self._ensure_size(frame)
         before = self.tracker.pose
         check = self.tracker.check(frame)
+        if check.status == PoseStatus.MOVED and before is not None and check.pose is not None:
+            candidate, self._candidate = self._candidate, check.pose
+            if not (self._agree(check.pose, before) or (candidate is not None and self._agree(check.pose, candidate))):
+                self.tracker.set_pose(before)
+                check = PoseCheck(PoseStatus.UNVERIFIED, before, check.shift_px, check.seen)
+            else:
+                self._candidate = None
+        else:
+            self._candidate = None
         if check.status == PoseStatus.LOST or (before is None and check.pose is None):
             pose = self._markerless(frame)
             if pose is not None:
@@ -145,6 +167,12 @@ class BoardView:
         if self.tracker.pose is not before:
             self._changed()
         return check
+
+    def _agree(self, a: BoardPose, b: BoardPose) -> bool:
+        """Two poses put every marker corner within the tracking tolerance of each other."""
+        corners = np.concatenate(list(self.kit.marker_corners(self.game).values()))
+        return float(np.max(np.linalg.norm(a.project(corners, self.intr) - b.project(corners, self.intr), axis=1))) \
+            <= self._tolerance
 
     def _markerless(self, frame: np.ndarray) -> BoardPose | None:
         if self.kit.grid(self.game) is None:
