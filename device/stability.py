@@ -5,9 +5,11 @@ signatures (all thresholds in :class:`StabilityConfig`):
 
 - **motion level** ``S``: the RMS over the last ``window_s`` of the base's motion
   below ``lowpass_hz`` (the band of its rocking and bouncing on its soft feet),
-  summed over the three axes, with the sensor's own noise variance removed. This is
-  also the *definition* of settled used for ground truth (:func:`motion_level`), so
-  a simulator and the detector agree on what "the stack has settled" means.
+  summed over the three axes, with the sensor's own noise variance removed. The
+  settle level, over ``settle_window_s`` weighted by a raised cosine
+  (``settle_taper``), is also the *definition* of settled used for ground truth
+  (:func:`motion_level`), so a simulator and the detector agree on what "the stack
+  has settled" means.
 - **impacts**: the part of the signal above ``highpass_hz`` (table and base ringing
   after an impact), judged against the chip's own high-band noise ``sigma_hf``
   (measured during calibration, followed on quiet stretches). An impact's onset is a
@@ -89,6 +91,17 @@ class StabilityConfig:
     settle_window_s: float = 0.25
     """RMS window of the settle level S, longer so that the sensor noise moves the
     moment S crosses settle_level as little as possible."""
+    settle_taper: float = 1.0
+    """Shape of that window (:func:`settle_weights`): its n samples weigh
+    ``1 - settle_taper * (1 + cos(2 pi (k + 1/2) / n)) / 2``, k = 0..n-1; 1 = Hann (the
+    default), 0 = rectangular. Settled means the stack's wobble energy is below a level,
+    which for a ring-down is its envelope, not where the window's edges happen to cut
+    the wobble: a window that holds only 2-3 periods of the 9-15 Hz rocking and stops
+    abruptly lets S sway at twice the mode's frequency, so its crossing jumps by up to
+    ~20 ms with the ring's phase (a rectangular window), whereas weights that fade to zero at
+    both ends leak almost nothing of that and S decays with the envelope. The truth and
+    the detector use this same weighted S, its noise variance measured on the same
+    weights."""
     settle_level: float = 0.20
     """S below this = settled (20 mg RMS; the noise floor alone is ~0.06-0.08, removed)."""
     hold_s: float = 0.2
@@ -102,12 +115,12 @@ class StabilityConfig:
     settle_fit_s: float = 0.6
     """How far before the crossing's window the settle fit may reach back (0.6: back to
     the release on the kit); 0 = no fit: the count starts at the crossing of the noisy
-    S. The fit takes the stood error within 10 ms from ~93% to ~97% of counts on the
-    development seeds; it costs ~0.1 s of CPU at the confirmation (more on a Pi), so a
-    live sensor is read on a thread of its own (service.runner.AccelRunner: the
-    ADXL345's FIFO holds only 80 ms). After the hand lets go the base
-    rings down freely, each axis a damped sinusoid about its new rest (table-kit.md: a
-    base rocking and bouncing on soft feet), so the clean signal over the crossing's
+    S. The fit takes the stood error within 10 ms from ~97% to 100% of counts on the
+    development seeds 1000-1299 (its largest from 22 ms to 10 ms); it costs ~0.1 s of
+    CPU at the confirmation (more on a Pi), so a live sensor is read on a thread of its
+    own (service.runner.AccelRunner: the ADXL345's FIFO holds only 80 ms). After the
+    hand lets go the base rings down freely, each axis a damped sinusoid about its new
+    rest (table-kit.md: a base rocking and bouncing on soft feet), so the clean signal over the crossing's
     window is estimated by fitting one on each axis, its frequency and decay from the
     samples themselves, over the longest span back towards the release that the model
     explains (see settle_fit_resid), up to the data at confirmation; S is then
@@ -271,6 +284,10 @@ class StabilityConfig:
     """Total (3-axis) low-passed noise variance, used for every window; None =
     measured during calib_s, per window."""
 
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.settle_taper <= 1.0:
+            raise ValueError(f"settle_taper must be between 0 and 1, not {self.settle_taper!r}")
+
     def with_overrides(self, values: Mapping[str, Any]) -> StabilityConfig:
         """This configuration with some fields replaced (a table's [stability] section,
         ``bloxcam stability --set``). Every value must be a finite number >= 0 (rate_hz
@@ -354,33 +371,54 @@ class Biquad:
         return y
 
 
-def motion_level(acc: np.ndarray, rate_hz: float, cfg: StabilityConfig = StabilityConfig(),
-                 window_s: float | None = None) -> np.ndarray:
-    """S(t) per sample: RMS over the trailing ``settle_window_s`` of the ``lowpass_hz``
-    low-passed acceleration about its window mean, summed over axes (no noise
-    correction). The reference definition of "settled" (S < settle_level)."""
+def settle_weights(n: int, taper: float) -> np.ndarray:
+    """The settle window's weights over its ``n`` samples, oldest first, summing to 1:
+    a raised cosine of depth ``taper`` (StabilityConfig.settle_taper; 1 = Hann sampled
+    at the samples' midpoints, so every sample is still weighed; 0 = rectangular)."""
+    a, b, phase = _settle_shape(n, taper)
+    return (a - b * np.cos(2 * math.pi * np.arange(n) / n + phase)) / (n * a)
+
+
+def _settle_shape(n: int, taper: float) -> tuple[float, float, float]:
+    """The settle window's weight of sample k (oldest 0) is ``a - b cos(2 pi k / n + phase)``
+    before normalisation (they sum to ``n a``): a constant plus one harmonic of the
+    window, which lets a running window slide it (:class:`_WeightedWindow`)."""
+    return 1.0 - taper / 2, taper / 2, math.pi / n
+
+
+def settle_window(rate_hz: float, cfg: StabilityConfig) -> np.ndarray:
+    """The settle window's weights at ``rate_hz`` (settle_window_s, settle_taper)."""
+    return settle_weights(max(2, int(round(cfg.settle_window_s * rate_hz))), cfg.settle_taper)
+
+
+def motion_level(acc: np.ndarray, rate_hz: float, cfg: StabilityConfig = StabilityConfig()) -> np.ndarray:
+    """S(t) per sample: the ``lowpass_hz`` low-passed acceleration's RMS about its mean
+    over the trailing ``settle_window_s``, both weighted by :func:`settle_window`, summed
+    over axes (no noise correction). The reference definition of "settled"
+    (S < settle_level): the stack's wobble energy, following a ring-down's envelope
+    whatever its phase against the window."""
     acc = np.asarray(acc, dtype=float)
     lp = Biquad(cfg.lowpass_hz, rate_hz, "low")
     lp.reset(acc[0])
     out = np.empty_like(acc)
     for i in range(len(acc)):
         out[i] = lp(acc[i])
-    n = max(2, int(round((window_s or cfg.settle_window_s) * rate_hz)))
-    return np.sqrt(np.maximum(_trailing_var(out, n), 0.0))
+    return np.sqrt(np.maximum(_trailing_var(out, settle_window(rate_hz, cfg)), 0.0))
 
 
-def _trailing_var(x: np.ndarray, n: int) -> np.ndarray:
-    """Per sample, the variance of (m, 3) ``x`` over the trailing ``n`` samples (fewer
-    at the start) about their mean, summed over axes."""
+def _trailing_var(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per sample, the variance of (m, 3) ``x`` over the trailing ``len(w)`` samples
+    about their mean, both weighted by ``w`` (oldest first; over the first samples,
+    the window's newest weights), summed over axes."""
     x = x - x[0]
-    c1 = np.cumsum(np.vstack([np.zeros((1, 3)), x]), axis=0)
-    c2 = np.cumsum(np.vstack([np.zeros((1, 3)), x * x]), axis=0)
-    idx = np.arange(len(x)) + 1
-    lo = np.maximum(idx - n, 0)
-    cnt = (idx - lo)[:, None]
-    mean = (c1[idx] - c1[lo]) / cnt
-    var = (c2[idx] - c2[lo]) / cnt - mean * mean
-    return var.sum(axis=1)
+    m = len(x)
+    kernel = w[::-1]
+    weight = np.convolve(np.ones(m), kernel)[:m]
+    var = np.zeros(m)
+    for k in range(3):
+        mean = np.convolve(x[:, k], kernel)[:m] / weight
+        var += np.convolve(x[:, k] ** 2, kernel)[:m] / weight - mean * mean
+    return var
 
 
 # A free ring-down on one axis, s seconds from the start of the span:
@@ -492,14 +530,71 @@ class _Window:
             return 0.0
         return max(0.0, sum(self.s2[i] / m - (self.s1[i] / m) ** 2 for i in range(3)))
 
-    def var_axes(self) -> list[float]:
-        m = max(1, len(self.buf))
-        return [max(0.0, self.s2[i] / m - (self.s1[i] / m) ** 2) for i in range(3)]
-
     def mean(self) -> list[float]:
         m = max(1, len(self.buf))
         assert self.ref is not None
         return [self.ref[i] + self.s1[i] / m for i in range(3)]
+
+
+class _WeightedWindow:
+    """Running variance of 3-vectors over the last n samples about their mean, both
+    weighted by :func:`settle_weights` (the settle level S^2 of the samples), in constant
+    time a sample: the weights are a constant plus one harmonic of the window, so the
+    weighted sums are plain running sums plus running sums of ``x exp(2 pi i k / n)``,
+    which slide by taking the oldest sample off, the newest on, and turning the phase
+    back one step."""
+
+    def __init__(self, n: int, taper: float) -> None:
+        self.n = n
+        self.w = settle_weights(n, taper)
+        a, b, phase = _settle_shape(n, taper)
+        self._a, self._b = a / (n * a), b / (n * a)
+        self._phase = complex(math.cos(phase), math.sin(phase))
+        self._turns = [complex(math.cos(2 * math.pi * k / n), math.sin(2 * math.pi * k / n)) for k in range(n)]
+        self._back = self._turns[-1]  # exp(-2 pi i / n)
+        self.count = 0
+        self._ref: list[float] | None = None
+        self._buf: deque = deque([0.0, 0.0, 0.0] for _ in range(n))
+        self._s1 = [0.0, 0.0, 0.0]
+        self._s2 = [0.0, 0.0, 0.0]
+        self._c1 = [0j, 0j, 0j]
+        self._c2 = [0j, 0j, 0j]
+
+    def push(self, x: Sequence[float]) -> None:
+        if self._ref is None:
+            self._ref = list(x)
+        d = [x[i] - self._ref[i] for i in range(3)]
+        old = self._buf.popleft()
+        self._buf.append(d)
+        back = self._back
+        for i in range(3):
+            o, v = old[i], d[i]
+            self._s1[i] += v - o
+            self._s2[i] += v * v - o * o
+            self._c1[i] = (self._c1[i] - o + v) * back
+            self._c2[i] = (self._c2[i] - o * o + v * v) * back
+        self.count += 1
+        if self.count % 4096 == 0:  # shed floating-point drift
+            for i in range(3):
+                col = [v[i] for v in self._buf]
+                self._s1[i] = sum(col)
+                self._s2[i] = sum(v * v for v in col)
+                self._c1[i] = sum(v * z for v, z in zip(col, self._turns))
+                self._c2[i] = sum(v * v * z for v, z in zip(col, self._turns))
+
+    def full(self) -> bool:
+        return self.count >= self.n
+
+    def var_axes(self) -> list[float]:
+        a, b, ph = self._a, self._b, self._phase
+        out = []
+        for i in range(3):
+            mean = a * self._s1[i] - b * (ph * self._c1[i]).real
+            out.append(max(0.0, a * self._s2[i] - b * (ph * self._c2[i]).real - mean * mean))
+        return out
+
+    def var(self) -> float:
+        return sum(self.var_axes()) if self.full() else 0.0
 
 
 class StabilityDetector:
@@ -531,7 +626,7 @@ class StabilityDetector:
         self._lp = Biquad(c.lowpass_hz, rate, "low")
         self._hp = Biquad(c.highpass_hz, rate, "high")
         self._win = _Window(max(2, int(round(c.window_s * rate))))
-        self._swin = _Window(max(2, int(round(c.settle_window_s * rate))))
+        self._swin = _WeightedWindow(max(2, int(round(c.settle_window_s * rate))), c.settle_taper)
         self._pre = _Window(max(2, int(round((c.precursor_s - c.precursor_gap_s) * rate))))
         gap = self._gap_samples(rate)
         self._delay: deque = deque(maxlen=gap + 1)  # low-passed samples, for the gap
@@ -586,10 +681,6 @@ class StabilityDetector:
         """Activity level (short window), noise removed."""
         return math.sqrt(max(0.0, self._win.var() - (self._noise or 0.0)))
 
-    def _settle_s(self) -> float:
-        """Settle level S (the reference definition), noise removed."""
-        return math.sqrt(max(0.0, self._swin.var() - (self._noise_s or 0.0)))
-
     # -- main entry ---------------------------------------------------------------------
     def update(self, t: float, ax: float, ay: float, az: float) -> list[dict[str, Any]]:
         t, ax, ay, az = float(t), float(ax), float(ay), float(az)
@@ -642,12 +733,15 @@ class StabilityDetector:
             self._t0 = t
         if self.state == "calibrating":
             # Each window's noise variance is measured on its own: removing a window's
-            # mean removes a share of low-passed noise that depends on its length.
-            for key, w in (("win", self._win), ("swin", self._swin), ("pre", self._pre)):
+            # mean removes a share of low-passed noise that depends on its length (and,
+            # for the settle window, its weights).
+            for key, w in (("win", self._win), ("pre", self._pre)):
                 if len(w.buf) == w.n:
                     self._calib[key].append(w.var())
-            if len(self._swin.buf) == self._swin.n:
-                self._calib_axes.append(self._swin.var_axes())
+            if self._swin.full():
+                axes = self._swin.var_axes()
+                self._calib["swin"].append(sum(axes))
+                self._calib_axes.append(axes)
             self._hf_calib.append(hf * hf)
             if t - self._t0 >= c.calib_s:
                 if self._hf_var is None:
@@ -990,7 +1084,7 @@ class StabilityDetector:
             return raw
         span = np.arange(i1 - i0, dtype=float)
         model = np.column_stack([_ring_eval(f, span, rate) for f in fits])
-        below = _trailing_var(model, n) < c.settle_level**2
+        below = _trailing_var(model, self._swin.w) < c.settle_level**2
         below[: n - 1] = False  # only windows wholly inside the span
         for m in range(n - 1, len(below)):
             t_m = float(ts[i0 + m])

@@ -36,9 +36,12 @@ Events:
 - elbow: the table top tilts by 0.03-0.1 degrees over 0.15-0.4 s, holds, releases.
 
 Truth: ``placed`` at contact; ``counting`` at the first moment after release when
-the noise-free signal's motion level (:func:`device.stability.motion_level`) is
-below ``settle_level``; ``stood`` 3.0 s later unless a block left first; ``fell``
-when the first block leaves (with ``t_impact``, its first landing).
+the noise-free signal's motion level (:func:`device.stability.motion_level`: its
+wobble energy over a raised-cosine window, ``settle_taper``, which follows a
+ring-down's envelope whatever its phase) is below ``settle_level`` and stays there
+``hold_s``; ``stood`` 3.0 s later unless a block left first; ``fell`` when the first
+block leaves (with ``t_impact``, its first landing). ``cfg`` of :func:`simulate` is
+that definition (the detector's defaults unless given).
 
 Deterministic: everything random comes from ``random.Random(seed)``.
 """
