@@ -205,6 +205,40 @@ def test_a_card_put_down_is_read_around_it_as_a_full_read_would(rendered_setup) 
     assert rec.reader.partial_reads == 4  # every frame after the first
 
 
+def test_a_frame_changed_all_over_is_warped_once_and_read_as_from_scratch(rendered_setup) -> None:
+    """A frame that changed too much for a partial read (a new tableau) is read in full
+    with the warp, white balance and blocks its attempt at a partial read made (one
+    warp per frame); what it reads is what a recogniser reading it from scratch reads,
+    and the next frame, one card more, is read around that card only."""
+    setup, cal = rendered_setup
+    first = st.bloxo_state(KIT, np.random.default_rng(9_183), cards=4)
+    second = st.bloxo_state(KIT, np.random.default_rng(9_184), cards=10)
+    rec = Recognizer(cal)
+    img1, _ = _render(setup, first, "neutral", 9_183)
+    rec.process(img1, 0.0, 0)
+    warps = []
+    real = rec.reader.stable.warp
+
+    def warp(image):
+        warps.append(image)
+        return real(image)
+
+    rec.reader.stable.warp = warp
+    cond = sc.sample_conditions(9_184, "neutral", area=KIT.area_mm("bloxo"), kit=KIT)
+    for j, k in enumerate((9, 10)):
+        r = sc.render_frame(setup, {"cards": second["cards"][:k]}, cond, 9_188 + j, layout_seed=9_184)
+        img = jpeg_round_trip(r.image)
+        partial = rec.reader.partial_reads
+        obs = rec.process(img, 0.5 + 0.5 * j, 1 + j)
+        assert len(warps) == 1 + j  # one warp for the frame, whether read in part or in full
+        assert rec.reader.partial_reads == partial + j  # the new tableau in full, then one card
+        fresh = Recognizer(cal)
+        fresh.reader.reuse = False
+        full = fresh.process(img, 0.5 + 0.5 * j, 1 + j)
+        assert _cards(obs) == _cards(full) and obs["occluded"] == full["occluded"], j
+        assert len(obs["state"]["cards"]) == k and score(r.truth, obs)["quadrant_shape"][0] == 0
+
+
 def test_nothing_reused_when_reuse_is_off(rendered_setup) -> None:
     """reuse = False reads every frame in full (the benchmark's every-item-new figure)."""
     setup, cal = rendered_setup
@@ -216,18 +250,25 @@ def test_nothing_reused_when_reuse_is_off(rendered_setup) -> None:
         img, _ = _render(setup, state, "neutral", 9_185 + j)
         rec.process(img, j * 0.5, j)
         assert rec.reader._previous == []
+        assert rec.reader._inc is None and rec.reader._last is None  # nothing kept for the next frame
     assert rec.reader.partial_reads == 0
 
 
-@pytest.mark.parametrize("status,checked", [("moved", 1), ("unverified", 4)])
-def test_pose_is_rechecked_only_while_it_is_not_confirmed(rendered_setup, status: str, checked: int) -> None:
+@pytest.mark.parametrize("status,confirming,checked", [("moved", False, 1), ("unverified", False, 1),
+                                                        ("unverified", True, 4), ("lost", False, 4)])
+def test_pose_is_rechecked_only_while_it_is_not_confirmed(rendered_setup, monkeypatch, status: str,
+                                                          confirming: bool, checked: int) -> None:
     """A pose re-found at the last check (``moved``: with an uncalibrated lens every
-    check re-fits it) is kept while the markers' image is unchanged; one that could not
-    be confirmed (``unverified``: markers covered) is checked on every frame."""
+    check re-fits it) or kept unconfirmed (``unverified``: a decoded marker a little
+    beyond the tracker's tolerance, as with an uncalibrated lens on an untouched table)
+    is kept while the markers' image is unchanged (a check of the same image can only
+    give the same answer); a ``lost`` one, or one whose re-found successor awaits its
+    second sighting (``BoardView.confirming``), is checked on every frame."""
     setup, cal = rendered_setup
     img, _ = _render(setup, {"cards": [{"at": [0, 0], "quadrants": [["blue", "cross"]] * 4}]}, "neutral", 9_187)
     rec = Recognizer(cal)
     real = rec.view.update
+    monkeypatch.setattr(type(rec.view), "confirming", property(lambda view: confirming))
 
     def update(frame):
         check = real(frame)

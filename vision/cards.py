@@ -250,13 +250,20 @@ class PoseGuard:
     board's corner space) are left out of the comparison: a piece put down there
     changes them without anything having moved.
 
-    Only a pose that passed its check (status ``ok``) or was re-found from the markers
-    at that check (``moved``) is reused so; otherwise (``unverified``: markers covered,
-    ``lost``) every frame is checked. A ``moved`` pose was fitted to the very marker
-    image kept for the comparison: while that image is unchanged a new check can only
-    find it again (with an uncalibrated lens the markers never fit a pose within the
-    tracker's tolerance, so every check "moves" it by a fraction of a pixel, at the
-    cost of a full marker search per frame).
+    A pose that passed its check (status ``ok``), was re-found from the markers at that
+    check (``moved``) or was kept unverified (``unverified``: too few markers fit it) is
+    reused so; a ``lost`` pose makes every frame checked. A check depends on nothing
+    but the pose held and the markers' image (when no re-found pose awaits its second
+    sighting, see below): while that image is unchanged a new check can only give the
+    same answer. A ``moved`` pose was fitted to the very marker image kept
+    for the comparison (with an uncalibrated lens the markers never fit a pose within
+    the tracker's tolerance, so every check "moves" it by a fraction of a pixel, at the
+    cost of a full marker search per frame); an ``unverified`` one stays unverified
+    (one marker a little beyond the tolerance with an uncalibrated lens, on an
+    untouched table: a full marker search per frame for nothing) until the markers'
+    image changes: a hand over a marker, or taken away, changes it. A pose re-found
+    and awaiting its second sighting (:attr:`vision.board.BoardView.confirming`) is
+    checked on the next frame whatever its markers look like: that check confirms it.
 
     ``hidden``: markers covered at the last check: not decoded and without the black
     and white contrast a marker shows (a marker blurred beyond decoding keeps it).
@@ -298,7 +305,8 @@ class PoseGuard:
     def update(self, frame: np.ndarray, t: float) -> bool:
         """Re-check the pose if needed; True when it was checked this frame."""
         if self._ref is not None and self._version == self.view.version and t - self._t < self.max_age_s \
-                and t >= self._t and self.view.status in ("ok", "moved"):
+                and t >= self._t and self.view.status in ("ok", "moved", "unverified") \
+                and not self.view.confirming:
             now = self._crops(frame)
             if now is not None and all(float(np.mean((np.abs(a - r) > self.level_change)[k]))
                                        <= self.changed_fraction
@@ -805,9 +813,11 @@ def foreign_mask(linb: np.ndarray, s: np.ndarray, dark: np.ndarray, gains: np.nd
     w = np.ones(len(bvec))
     coef = np.zeros(6)
     if len(bvec) >= 12:
-        for _ in range(3):
+        for it in range(3):
             Aw = A * w[:, None]
             coef = np.linalg.solve(Aw.T @ A + 1e-6 * np.eye(6), Aw.T @ bvec)
+            if it == 2:
+                break  # (the last fit's outliers would weigh nothing)
             r = np.abs(bvec - A @ coef)
             w = (r < max(3 * 1.48 * float(np.median(r)), 0.05)).astype(float)
     X, Y = x1[None, :], y1[:, None]
@@ -1022,6 +1032,8 @@ class CardReader:
         self._grouped: tuple[CardsResult, list[Blob], set[int]] | None = None  # set by _explained
         self._local_found = False  # the last _segment's local look found shapes (see _read_changed)
         self._inc: _Increment | None = None
+        self._light: tuple[np.ndarray, np.ndarray, float] | None = None  # see _warp_and_light
+        self._warp_blocks: np.ndarray | None = None  # this frame's blocks, if _read_changed made them
         self._grid: tuple | None = None  # see _grid_boxes
         # the weakest card colour's level and the face threshold at nominal light (see
         # dark_threshold): constants of the kit and the survey
@@ -1050,19 +1062,32 @@ class CardReader:
         if self.reuse and self._last is not None and self._last[0] == (view.version, self.stable.version) \
                 and self.same.same(seen):
             return self._last[1]  # the very frame read last time: the same cards
+        self._light = self._warp_blocks = None
         result = self._read_changed(frame_bgr) if self.reuse else None
         self.partial_reads += result is not None
         if result is None:
             result = self._read(frame_bgr)
-        self.same.keep(seen)
-        self._last = ((view.version, self.stable.version), result)
+        self._light = self._warp_blocks = None
+        if self.reuse:
+            self.same.keep(seen)
+            self._last = ((view.version, self.stable.version), result)
+        else:  # nothing is reused: nothing to keep for the next frame
+            self.same.forget()
+            self._last = None
         return result
 
+    def _warp_and_light(self, frame_bgr: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The frame's top-down warp, white gains (float32) and paper level, made once per
+        frame: a changed frame that turns out to need a full read after all has been
+        warped and balanced by :meth:`_read_changed` already."""
+        if self._light is None:
+            warp = self.stable.warp(frame_bgr)
+            gains = self.white.update(frame_bgr, self.view, self.stable.version).astype(np.float32)
+            self._light = (warp, gains, self.white.level)
+        return self._light
+
     def _read(self, frame_bgr: np.ndarray) -> CardsResult:
-        view = self.view
-        warp = self.stable.warp(frame_bgr)
-        gains = self.white.update(frame_bgr, view, self.stable.version).astype(np.float32)
-        level = self.white.level
+        warp, gains, level = self._warp_and_light(frame_bgr)
         linb = cv2.LUT(warp, _LUT3)  # linear, BGR order
         if self._prev_version != self.stable.version or not self.reuse:
             self._previous = []
@@ -1102,7 +1127,8 @@ class CardReader:
                                                     dark_sum=dark_sum)
         self._covered_unread(result, dark, dark_sum)
         self._inc = _Increment(self.stable.version, gains.copy(), level, thr, face_level, weakest,
-                               _blocks(warp), dark, blobs, list(self._previous), result,
+                               _blocks(warp, self.INC_BLOCK) if self._warp_blocks is None else self._warp_blocks,
+                               dark, blobs, list(self._previous), result,
                                local=self._local_found) if self.reuse else None
         return result
 
@@ -1132,14 +1158,12 @@ class CardReader:
         st = self._inc
         if st is None or st.version != self.stable.version or st.run >= self.INC_MAX_RUN:
             return None
-        warp = self.stable.warp(frame_bgr)
+        warp, gains, level = self._warp_and_light(frame_bgr)
         if st.version != self.stable.version:
             return None
-        gains = self.white.update(frame_bgr, self.view, self.stable.version).astype(np.float32)
-        level = self.white.level
         if abs(level / st.level - 1) > self.INC_LIGHT or float(np.abs(gains / st.gains - 1).max()) > self.INC_LIGHT:
             return None
-        blocks = _blocks(warp, self.INC_BLOCK)
+        blocks = self._warp_blocks = _blocks(warp, self.INC_BLOCK)
         changed = np.abs(blocks - st.blocks) > self.INC_LEVEL
         if not changed.any():
             return st.result
@@ -1441,10 +1465,10 @@ class CardReader:
         outside the blob (the box holds the whole component, and no face pixel lies in
         a component: components are taken outside the closing of the face mask).
         Returns, per accepted component: centroid (warp px), area, the chromaticity of
-        its mean colour (to recognise an unchanged print), from its brighter half the
-        colour (saturation and :meth:`ColourRefs.classify`) and the brightness ``top``,
-        the centroid in board mm, and whether its outline is certainly whole (see
-        below).
+        its mean colour (to recognise an unchanged print; None when :attr:`reuse` is off),
+        from its brighter half the colour (saturation and :meth:`ColourRefs.classify`)
+        and the brightness ``top``, the centroid in board mm, and whether its outline is
+        certainly whole (see below).
 
         :func:`outline_extents` makes a shape partial when its outline (at half height
         ``mid`` between ``face_level`` and ``top``, on the 2x bilinear upsampling) is
@@ -1488,8 +1512,11 @@ class CardReader:
         # numpy broadcasts over their short last axis)
         inside = comp.astype(np.float32)
         n_px = _window_sums(inside, m)
-        rgb = _window_sums(cv2.multiply(L, cv2.merge([inside] * 3)), m)[:, ::-1] / n_px[:, None] * gains
-        chroma = rgb / np.maximum(rgb.sum(axis=1, keepdims=True), 1e-9)
+        if self.reuse:
+            rgb = _window_sums(cv2.multiply(L, cv2.merge([inside] * 3)), m)[:, ::-1] / n_px[:, None] * gains
+            chroma: Any = rgb / np.maximum(rgb.sum(axis=1, keepdims=True), 1e-9)
+        else:  # (only the next frame's reuse, see _reused, looks at it)
+            chroma = [None] * m
         mean_s = (_window_sums(cv2.multiply(S, inside), m) / n_px).astype(np.float32)
         core = (comp & (S >= np.repeat(mean_s, rw)[None])).astype(np.float32)
         n_core = np.maximum(_window_sums(core, m), 1)
