@@ -15,11 +15,15 @@ recogniser's ``process`` timed per frame after a warm-up (as on a running table)
 OpenCV and BLAS limited to one thread (run it under ``taskset -c 0`` for one core); CPU
 time of the process is reported next to wall time (the machine may be shared), with how
 often the shared pose check ran (the recognisers re-check the pose only when the
-markers' image changed) and its cost. Three figures per game:
+markers' image changed) and its cost. Four figures per game:
 
 * an unchanged frame (the still table: the previous reading is reused);
 * every item new (``cpu_ms_median_no_reuse``): nothing reused from the previous frame,
   every card's shapes or every tile's face read from scratch;
+* every item new with reuse on (``cpu_ms_median_all_changed``): frames alternating
+  between two different scenes of the same size, so that each frame is first tried as
+  a partial read, found changed all over, and read in full, keeping what the next
+  frame would reuse: the worst case on a running table (after the camera was bumped);
 * one new card or tile placed (``cpu_ms_median_one_new``): frames alternating between
   the scene without its last card/tile and with it, each rendered with fresh sensor
   noise (same layout), read with reuse on as on a running table: every frame is a
@@ -161,6 +165,21 @@ def speed(game: str, items: int, seed: int, model: str, repeats: int = 30) -> di
     for owner in (rec, getattr(rec, "reader", None)):
         if owner is not None and hasattr(owner, "reuse"):
             owner.reuse = True
+    # every item new with reuse on, as in play when the whole table changed at once: two
+    # different scenes of the same size, alternating (each frame is read in full after
+    # the partial read finds too much changed)
+    if game == "bloxo":
+        other_state = st.bloxo_state(kit, np.random.default_rng(seed + 7), cards=items)
+    else:
+        other_state = st.blockers_state(kit, np.random.default_rng(seed + 7), tiles=items)
+    pair = [r.image, sc.render_frame(setup, other_state, cond, seed + 7).image]
+    for k in range(2):  # warm-up
+        rec.process(pair[k], 15 + k * 0.1, 150 + k)
+    all_new = []
+    for k in range(max(5, repeats // 3)):
+        c0 = time.process_time()
+        rec.process(pair[k % 2], 16 + k * 0.1, 160 + k)
+        all_new.append(time.process_time() - c0)
     # one new card/tile: the scene without its last item and with it, alternating,
     # every frame with its own sensor noise (the layout fixed)
     fewer = _without_last(state)
@@ -190,6 +209,7 @@ def speed(game: str, items: int, seed: int, model: str, repeats: int = 30) -> di
             "pose_checks": len(pose_cpu), "frames_timed": repeats,
             "pose_status": rec.view.status,
             "cpu_ms_median_no_reuse": 1000 * float(np.median(cold)) if cold else None,
+            "cpu_ms_median_all_changed": 1000 * float(np.median(all_new)),
             "cpu_ms_median_one_new": 1000 * float(np.median(one_new)),
             "cpu_ms_p90_one_new": 1000 * float(np.percentile(one_new, 90)),
             "one_new_read_errors": {k: list(v) for k, v in m_one.items()},
@@ -233,7 +253,8 @@ def main() -> int:
         s = speed(game, items, args.seed + 900, model)
         out["speed"].append(s)
         cold = "" if s["cpu_ms_median_no_reuse"] is None else \
-            f", every item new (nothing reused) {s['cpu_ms_median_no_reuse']:.1f} ms"
+            f", every item new (nothing reused) {s['cpu_ms_median_no_reuse']:.1f} ms, every item new (the whole " \
+            f"scene changed, reuse on) {s['cpu_ms_median_all_changed']:.1f} ms"
         cold += f", one new item placed {s['cpu_ms_median_one_new']:.1f} ms (p90 {s['cpu_ms_p90_one_new']:.1f}, " \
                 f"{s['one_new_reading']}, errors {s['one_new_read_errors']})"
         pose = "" if s["pose_check_cpu_ms_median"] is None else f", {s['pose_check_cpu_ms_median']:.1f} ms each"
