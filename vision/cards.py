@@ -382,8 +382,11 @@ class SameFrame:
         self.level_change = level_change
         self.changed_fraction = changed_fraction
         self._ref: np.ndarray | None = None
+        self._looked: tuple[np.ndarray, np.ndarray] | None = None  # the frame :meth:`same` last saw, averaged
 
     def _small(self, frame: np.ndarray) -> np.ndarray:
+        if self._looked is not None and self._looked[0] is frame:
+            return self._looked[1]
         g = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
         h, w = g.shape[:2]
         return cv2.resize(g, (w // self.block, h // self.block), interpolation=cv2.INTER_AREA).astype(np.int16)
@@ -393,6 +396,7 @@ class SameFrame:
         if self._ref is None:
             return False
         small = self._small(frame)
+        self._looked = (frame, small)  # a frame found changed is kept after its reading
         if small.shape != self._ref.shape:
             return False
         return float(np.mean(np.abs(small - self._ref) > self.level_change)) <= self.changed_fraction
@@ -400,9 +404,10 @@ class SameFrame:
     def keep(self, frame: np.ndarray) -> None:
         """Remember ``frame`` as the one last read in full."""
         self._ref = self._small(frame)
+        self._looked = None
 
     def forget(self) -> None:
-        self._ref = None
+        self._ref = self._looked = None
 
 
 # ------------------------------------------------------------------------ shapes
@@ -1283,6 +1288,7 @@ class CardReader:
         # every single blob's ring test and colour statistics at once (see _prepare)
         ids = np.nonzero(single)[0]
         prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains, face_level, dark_sum)
+        near = self._nearest_previous(prep)
         outlines: list = []
         boxes = stats[:, :4].tolist()  # (plain Python values: the loop runs once per blob)
         for i in np.nonzero(single | merged)[0].tolist():
@@ -1291,7 +1297,7 @@ class CardReader:
             x0, y0, w, h = boxes[i]
             if single[i]:
                 if i in prep:
-                    self._accept(blobs, i, prep[i], (x0, y0, w, h), face_level, outlines)
+                    self._accept(blobs, i, prep[i], (x0, y0, w, h), face_level, outlines, near.get(i))
                 continue
             m = 3
             xa, ya, xb, yb = max(x0 - m, 0), max(y0 - m, 0), min(x0 + w + m, W), min(y0 + h + m, H)
@@ -1342,10 +1348,11 @@ class CardReader:
                 cand = cand[near >= self.quad * 0.4]
             stats2 = looked.stats(cand)
             prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains, face_level)
+            near = self._nearest_previous(prep2)
             outlines = []
             for i in cand:
                 if i in prep2:
-                    self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines)
+                    self._accept(blobs, i, prep2[i], tuple(stats2[i, :4]), face_level, outlines, near.get(i))
             self._trace(s, labels2, outlines, face_level)
             if dark2 is local_dark:
                 self._local_found = len(blobs) > n_before  # (see _read_changed)
@@ -1541,15 +1548,27 @@ class CardReader:
                    sat.tolist(), cls, top.tolist(), np.asarray(xs).tolist(), np.asarray(ys).tolist(), whole.tolist())
         return {i: (cx, cy, a, ch, (st,) + c, tp, x, y, wh) for i, cx, cy, a, ch, st, c, tp, x, y, wh in zip(*columns)}
 
+    def _nearest_previous(self, prep: dict) -> dict[int, tuple[int, float]]:
+        """For every component :meth:`_prepare` passed, the previous frame's nearest
+        shape and its distance in mm (for :meth:`_reused`), all at once."""
+        if not self._previous or not prep:
+            return {}
+        keys = list(prep)
+        xy = np.array([prep[i][6:8] for i in keys])
+        d = np.hypot(xy[:, None, 0] - self._prev_xy[None, :, 0], xy[:, None, 1] - self._prev_xy[None, :, 1])
+        j = d.argmin(axis=1)
+        return {i: (jj, dd) for i, jj, dd in zip(keys, j.tolist(), d[np.arange(len(keys)), j].tolist())}
+
     def _accept(self, blobs: list[Blob], i: int, prep: tuple, box: tuple, face_level: float,
-                outlines: list) -> None:
+                outlines: list, near: tuple[int, float] | None = None) -> None:
         """A component that passed :meth:`_prepare`: a shape, reused from the previous
-        frame if unchanged, else its colour classified and its outline queued in
+        frame if unchanged (``near``: the nearest previous shape, see
+        :meth:`_nearest_previous`), else its colour classified and its outline queued in
         ``outlines`` for :meth:`_trace` (as :meth:`_try_blob` and :meth:`_read_blob`)
         unless certainly whole (see :meth:`_prepare`)."""
         cx, cy, area, chroma, col, top, x, y, whole = prep
         b = Blob(x, y, area, partial=area < self.area_lo)
-        if self._reused(b, chroma):
+        if near is not None and self._reused(b, chroma, *near):
             blobs.append(b)
             return
         blobs.append(b)
@@ -1561,16 +1580,12 @@ class CardReader:
         if not whole:
             outlines.append((b, i, box, top))
 
-    def _reused(self, b: Blob, chroma: np.ndarray) -> bool:
-        """The table changes rarely: a blob at the same place, of the same size and
-        colour as in the previous frame is the same print; its reading is reused."""
-        prev = self._previous
-        if not prev:
-            return False
-        d = np.hypot(self._prev_xy[:, 0] - b.x, self._prev_xy[:, 1] - b.y)
-        j = int(np.argmin(d))
-        p = prev[j]
-        if d[j] < 0.7 and abs(p[0].area_mm2 / b.area_mm2 - 1) < 0.04 and np.abs(p[1] - chroma).max() < 0.02:
+    def _reused(self, b: Blob, chroma: np.ndarray, j: int, dist: float) -> bool:
+        """The table changes rarely: a blob at the same place (``j``, the previous
+        frame's nearest shape, ``dist`` mm away), of the same size and colour as in the
+        previous frame is the same print; its reading is reused."""
+        p = self._previous[j]
+        if dist < 0.7 and abs(p[0].area_mm2 / b.area_mm2 - 1) < 0.04 and np.abs(p[1] - chroma).max() < 0.02:
             old = p[0]
             b.colour, b.colour_dist, b.colour_margin = old.colour, old.colour_dist, old.colour_margin
             b.shape, b.shape_dist, b.shape_margin, b.partial = old.shape, old.shape_dist, old.shape_margin, old.partial
@@ -1633,7 +1648,8 @@ class CardReader:
         b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
         col = np.array(cv2.mean(linb[ya:yb, xa:xb], mask=comp)[:3][::-1]) * gains
         chroma = col / max(float(col.sum()), 1e-9)
-        if self._reused(b, chroma):
+        near = self._nearest_previous({i: (None,) * 6 + (b.x, b.y)})
+        if i in near and self._reused(b, chroma, *near[i]):
             blobs.append(b)
             return
         self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level,
