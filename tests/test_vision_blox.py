@@ -294,64 +294,197 @@ def test_side_probes_are_weighted_by_how_robust_they_are_to_block_jitter(cal_fil
     assert count(strict) < count(g) < count(loose)
 
 
-def test_scoring_by_cost_kind_equals_a_direct_sum(cal_file):
-    """The group sums are computed per kind of cost (constant, one colour, four colours,
-    a pair of adjacent levels); they must equal summing every visible entry's costs
-    directly."""
+def _random_cost_table(rec, g, rng):
+    """A cost table as _probe_costs fills it, with random costs: per source, (probes,) for
+    a source with one candidate colour, (4, probes) for one with four. Returns the table
+    and the costs by source."""
+    from vision._blox_geometry import CHIP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN
+    from vision.blox import UNKNOWN_COST
+
+    ix = g.score_index
+    T = ix.new_table()
+    costs = {}
+    for src in range(N_SRC):
+        rows = len(g.src_probes[src])
+        if src == UNKNOWN:
+            costs[src] = np.full(rows, UNKNOWN_COST, np.float32)
+        elif src in (OWN, CHIP, OWN_BODY, TABLE):
+            costs[src] = rng.uniform(0, 4.5, rows).astype(np.float32)
+        else:
+            costs[src] = rng.uniform(0, 4.5, (4, rows)).astype(np.float32)
+        ix.fill(T, src, costs[src])
+    return T, costs
+
+
+def _direct_score(rec, g, costs, visible):
+    """The scoring written out entry by entry (the definition the indexed sums must
+    meet): every visible entry adds its probe's costs for its source times its weight to
+    its group, or, a side probe that may see the neighbouring level, a cost per pair of
+    colours of its two levels to that pair."""
+    from vision._blox_geometry import ALT_DOWN, ALT_UP, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN
+    from vision._blox_geometry import N_GTYPES, N_HYP
+    from vision.blox import ADJACENT_PENALTY, _chain_min
+
+    nn = rec.n * rec.n
+    size = nn * N_HYP * N_GTYPES
+    sel = np.nonzero(visible[g.e_p])[0]
+    q = np.zeros((len(g.e_p), 4))
+    for src, c in costs.items():
+        m = g.e_src == src
+        pos = np.searchsorted(g.src_probes[src], g.e_p[m])
+        q[m] = c[pos][:, None] if c.ndim == 1 else c[:, pos].T
+    pair = np.isin(g.e_alt, (ALT_UP, ALT_DOWN))
+    single = sel[~pair[sel]]
+    S = np.stack([np.bincount(g.e_group[single], weights=q[single, j] * g.e_w[single], minlength=size)
+                  for j in range(4)], axis=1).reshape(nn, N_HYP, N_GTYPES, 4)
+    cnt = np.bincount(g.e_group[sel], weights=g.e_w[sel], minlength=size).reshape(nn, N_HYP, N_GTYPES)
+    # A pair entry adds, for colours (a, b) of (lower, upper) level, its weight times the
+    # lower of its own level's colour and the other's plus the price.
+    pe = sel[pair[sel]]
+    level = (g.e_group[pe] % N_GTYPES).astype(int) - G_LEVEL0
+    lower = np.where(g.e_alt[pe] == ALT_DOWN, level - 1, level)
+    qa, qb = q[pe][:, :, None], q[pe][:, None, :]
+    own_is_lower = (g.e_alt[pe] == ALT_UP)[:, None, None]
+    val = np.where(own_is_lower, np.minimum(qa, qb + ADJACENT_PENALTY), np.minimum(qb, qa + ADJACENT_PENALTY))
+    P = np.zeros((nn, N_HYP, 4, 4, 4))
+    idx = ((g.e_group[pe] // N_GTYPES).astype(int) * 4 + lower)[:, None, None] * 16 + np.arange(16).reshape(4, 4)
+    np.add.at(P.reshape(-1), idx, val * g.e_w[pe][:, None, None])
+    cost = S[:, :, G_UNKNOWN, 0] + S[:, :, G_OWN, 0] + S[:, :, G_CHIP, 0] + S[:, :, G_FIG, :].min(axis=2)
+    cost[:, 1:FIGURE] += _chain_min(S[:, 1:FIGURE, G_LEVEL0:, :], P[:, 1:FIGURE])
+    return cost + rec._hyp_prior[None, :], S, cnt, P
+
+
+def test_indexed_scoring_equals_the_direct_sum_over_entries(cal_file):
+    """The scoring reads a per-pose index (vision._blox_score: a cost table per frame,
+    group sums as segment sums over entries sorted by group, pairs of levels likewise);
+    its hypothesis costs, group sums, visible weights and pair sums must equal summing
+    every visible entry directly, and rescoring a few cells from a previous result must
+    equal scoring them afresh."""
     from calibration.store import load_calibration
-    from vision._blox_geometry import (ALT_DOWN, ALT_UP, CHIP, G_LEVEL0, N_GTYPES, N_HYP, N_SRC, OWN, OWN_BODY, TABLE,
-                                       UNKNOWN)
-    from vision.blox import ADJACENT_PENALTY, UNKNOWN_COST, _chain_min
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    rec.process(read_image(FIX / "neutral" / "frames" / "000000.jpg"), 0.0, 0)
+    g = rec.geometry()
+    rng = np.random.default_rng(3)
+    T, costs = _random_cost_table(rec, g, rng)
+    visible = rng.random(len(g.px)) > 0.2
+    got = rec._score(T, visible, g)
+    want = _direct_score(rec, g, costs, visible)
+    assert np.any(want[3] != 0)  # pairs of levels are scored
+    for a, b in zip(got, want):
+        assert np.allclose(a, b, rtol=1e-6, atol=1e-4)
+    visible2 = visible.copy()
+    cells = np.array([0, 40, 80])
+    visible2[np.isin(g.cell, cells)] = True
+    visible2[g.cell == 40] = False
+    part = rec._score(T, visible2, g, cells, got)
+    for a, b in zip(part, _direct_score(rec, g, costs, visible2)):
+        assert np.allclose(a, b, rtol=1e-6, atol=1e-4)
+
+
+def test_scoring_index_is_rebuilt_when_the_pose_changes(cal_file, monkeypatch):
+    """Everything the scoring reads is cached per pose (BoardView.version): after the
+    board moves, the geometry, its scoring index and the chip-rim pixels are built
+    again for the new pose, and the index still meets the direct sum."""
+    from calibration.store import load_calibration
 
     rec = make_recognizer("blox", load_calibration(cal_file))
     image = read_image(FIX / "neutral" / "frames" / "000000.jpg")
     rec.process(image, 0.0, 0)
+    g1 = rec.geometry()
+    assert rec.geometry() is g1  # the same pose: the same tables
+    pose = rec.view.pose
+    moved = dataclasses.replace(pose, tvec=np.asarray(pose.tvec, float) + np.array([[6.0], [-4.0], [0.0]]).reshape(
+        np.shape(pose.tvec)))
+    rec.view.tracker.set_pose(moved)
+    rec.view._changed()
+    g2 = rec.geometry()
+    assert g2 is not g1 and g2.version == rec.view.version != g1.version
+    assert g2.score_index is not g1.score_index
+    assert not np.allclose(g2.px[:50], g1.px[:50])
+    # The new index reads the new pose's probes.
+    assert np.array_equal(g2.score_index.row_probe[g2.score_index.blocks[0]], g2.src_probes[0])
+    rng = np.random.default_rng(4)
+    T, costs = _random_cost_table(rec, g2, rng)
+    visible = rng.random(len(g2.px)) > 0.1
+    for a, b in zip(rec._score(T, visible, g2), _direct_score(rec, g2, costs, visible)):
+        assert np.allclose(a, b, rtol=1e-6, atol=1e-4)
+    import vision.blox as vb
+
+    monkeypatch.setattr(vb, "RIM_MAX_VIEW_DEG", 90.0)  # every tower's rim is measured
+    rec._chip_rim_costs(image, np.full(81, 2), np.zeros(81, bool))
+    assert rec._rim_cache[0] == rec.view.version
+
+
+def test_readings_with_the_indexed_scoring_equal_the_direct_sum(cal_file, monkeypatch):
+    """Whole frames (a plain scene and one with hands) read the same with the indexed
+    scoring as with the scoring written out entry by entry: the same cells, occlusions,
+    stability and confidences."""
+    import vision.blox as vb
+    from calibration.store import load_calibration
+    from vision._blox_geometry import N_SRC
+    from vision._blox_score import SINGLE_SOURCES
+
+    cal = load_calibration(cal_file)
+    frames = [read_image(FIX / name / "frames" / "000000.jpg") for name in ("neutral", "hands", "glare")]
+
+    def run():
+        rec = make_recognizer("blox", cal)
+        return [rec.process(f, 1.5 * i, i) for i, f in enumerate(frames + frames)]
+
+    fast = run()
+
+    def direct(self, T, visible, g, cells=None, prev=None):
+        ix = g.score_index
+        costs = {src: T[1, ix.blocks[src]] if src in SINGLE_SOURCES else T[1:, ix.blocks[src]]
+                 for src in range(N_SRC)}
+        return _direct_score(self, g, costs, visible)
+
+    monkeypatch.setattr(vb.Recognizer, "_score", direct)
+    slow = run()
+    for a, b in zip(fast, slow):
+        assert a["state"] == b["state"] and a["occluded"] == b["occluded"] and a["stable"] == b["stable"]
+        ca = np.array([[np.nan if v is None else v for v in row] for row in a["cell_confidence"]], float)
+        cb = np.array([[np.nan if v is None else v for v in row] for row in b["cell_confidence"]], float)
+        assert np.allclose(ca, cb, atol=2e-4, equal_nan=True)
+
+
+def test_probes_are_normalised_per_cell_as_by_the_balance(cal_file):
+    """The light field is evaluated once per cell (every probe is normalised at its
+    cell's centre): the same values as FrameBalance.normalise at each probe's centre."""
+    from calibration.store import load_calibration
+    from vision.blox import _normalise_by_cell
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    rec.process(read_image(FIX / "one-sided" / "frames" / "000000.jpg"), 0.0, 0)
     g = rec.geometry()
-    rng = np.random.default_rng(3)
-    Q = rng.uniform(0, 4.5, (4, len(g.px) * N_SRC)).astype(np.float32)
-    Q[:, UNKNOWN::N_SRC] = UNKNOWN_COST  # what _probe_costs puts where a hypothesis predicts nothing known
-    for src in (OWN, CHIP, OWN_BODY, TABLE):  # single-valued sources carry one value in all four columns
-        Q[:, src::N_SRC] = Q[0, src::N_SRC]
-    visible = rng.random(len(g.px)) > 0.2
-    cost, S, cnt, P = rec._score(Q, visible, g)
-    size = 81 * N_HYP * N_GTYPES
-    sel = visible[g.e_p]
-    pair = sel & np.isin(g.e_alt, (ALT_UP, ALT_DOWN))
-    single = sel & ~pair
-    vals = Q[:, g.e_idx]
-    direct = np.stack([np.bincount(g.e_group[single], weights=vals[j, single] * g.e_w[single], minlength=size)
-                       for j in range(4)], axis=1)
-    assert np.allclose(S.reshape(size, 4), direct, atol=1e-3)
-    assert np.allclose(cnt.reshape(size), np.bincount(g.e_group[sel], weights=g.e_w[sel], minlength=size))
-    assert pair.any()
-    # A side probe near a level's edge that may see the neighbouring level: a cost per
-    # pair of colours (lower level, upper level), the lower of its own colour's and the
-    # neighbour's plus the price.
-    P_direct = np.zeros((81, N_HYP, 4, 4, 4))
-    for e in np.nonzero(pair)[0]:
-        q = Q[:, g.e_idx[e]]
-        level = int(g.e_group[e] % N_GTYPES) - G_LEVEL0
-        lower = level - 1 if g.e_alt[e] == ALT_DOWN else level
-        own_lo = g.e_alt[e] == ALT_UP
-        for a in range(4):
-            for b in range(4):
-                own, other = (a, b) if own_lo else (b, a)
-                P_direct[g.e_group[e] // (N_HYP * N_GTYPES), g.e_group[e] // N_GTYPES % N_HYP, lower, a, b] += \
-                    g.e_w[e] * min(q[own], q[other] + ADJACENT_PENALTY)
-    assert np.allclose(P, P_direct, atol=1e-3)
-    # The hypothesis cost takes the best colours of the tower's levels jointly.
-    S_ = S.reshape(81, N_HYP, N_GTYPES, 4)
-    levels = _chain_min(S_[:, :, G_LEVEL0:, :], P)
-    assert np.allclose(cost - rec._hyp_prior[None, :] - levels,
-                       S_[:, :, :G_LEVEL0 - 1, 0].sum(axis=2) + S_[:, :, G_LEVEL0 - 1, :].min(axis=2), atol=1e-3)
-    # Rescoring a few cells from a previous result gives the same as scoring them afresh.
-    visible2 = visible.copy()
-    cells = np.array([0, 40, 80])
-    visible2[np.isin(g.cell, cells)] = True
-    part = rec._score(Q, visible2, g, cells, (cost, S, cnt, P))
-    full = rec._score(Q, visible2, g)
-    for a, b in zip(part, full):
-        assert np.allclose(a, b, atol=1e-3)
+    balance = rec.last["balance"]
+    assert np.ptp(balance.field(g.centre_xy)) > 0.01  # a light field that varies over the board
+    lin = np.random.default_rng(7).random((len(g.px), 3)).astype(np.float32)
+    assert np.array_equal(_normalise_by_cell(balance, lin, g.cell, g.cell_centres), balance.normalise(lin, g.centre_xy))
+
+
+def test_probes_are_sampled_and_converted_as_by_sample_and_bgr_to_linear():
+    """The probes are sampled with remap maps prepared once per pose (vision.blox._Sampler)
+    and converted to linear light by a table: the same as vision.board.sample (bytes, as
+    OpenCV's remap of a uint8 frame rounds; NaN outside the frame, here 0) and
+    bgr_to_linear, also for points near and beyond the frame's edge."""
+    from vision.blox import _bytes_to_linear, _Sampler
+    from vision.board import sample
+    from vision.colours import bgr_to_linear
+
+    image = read_image(FIX / "neutral" / "frames" / "000000.jpg")
+    H, W = image.shape[:2]
+    rng = np.random.default_rng(6)
+    px = np.concatenate([rng.uniform(-20, [W + 20, H + 20], (5000, 2)),
+                         [[W - 1, 10], [W - 0.5, 10], [0, H - 1], [-0.01, 3], [W - 1.2, H - 1.1]]]).astype(np.float32)
+    raw = sample(image, px)
+    sampler = _Sampler(px, W, H)
+    got = sampler.read(image)
+    assert got.dtype == np.uint8 and sampler.outside.sum() > 100
+    assert np.array_equal(sampler.outside, np.isnan(raw).any(axis=1))
+    assert np.array_equal(got.astype(np.float32), np.nan_to_num(raw))
+    assert np.array_equal(_bytes_to_linear(got), bgr_to_linear(np.nan_to_num(raw)))
 
 
 def test_chain_of_levels_matches_brute_force():
@@ -570,6 +703,32 @@ def test_fit_rim_circle_measures_an_off_centre_disc():
     few[:RIM_MIN_DIRECTIONS - 1] = True
     assert fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, few) is None
     assert fit_rim_circle(_rim_profiles(10.1, (0, 0), top, top, angles, radii), radii, angles) is None
+
+
+def test_rim_circles_of_several_chips_are_fitted_as_one_at_a_time():
+    """The chips' rims are fitted all at once (fit_rim_circles): each chip's radius and
+    error are those of fitting it alone, whatever the others show (one without contrast,
+    one with a few spoilt profiles, one with too few profiles allowed)."""
+    from vision import _blox_geometry as geo
+    from vision.blox import RIM_MIN_DIRECTIONS, fit_rim_circles
+
+    radii = geo.rim_radii(load_kit())
+    angles = geo.rim_angles()
+    chip, top = (0.7, 0.5, 0.1), (0.8, 0.8, 0.75)
+    spoilt = _rim_profiles(10.2, (0.5, 0.0), chip, top, angles, radii)
+    spoilt[:4, 10:] = (0.1, 0.1, 0.1)
+    prof = np.stack([_rim_profiles(10.35, (1.2, -0.8), chip, top, angles, radii),
+                     _rim_profiles(10.1, (0, 0), top, top, angles, radii), spoilt,
+                     _rim_profiles(9.7, (-0.5, 0.9), chip, top, angles, radii),
+                     _rim_profiles(10.0, (0, 0), chip, top, angles, radii)])
+    use = np.ones((5, len(angles)), bool)
+    use[4, RIM_MIN_DIRECTIONS - 1:] = False
+    radius, sigma = fit_rim_circles(prof, radii, angles, use)
+    assert np.isnan(radius[[1, 4]]).all() and np.isfinite(radius[[0, 2, 3]]).all()
+    for i in (0, 2, 3):
+        alone = fit_rim_circles(prof[i:i + 1], radii, angles, use[i:i + 1])
+        assert radius[i] == pytest.approx(alone[0][0], abs=1e-9) and sigma[i] == pytest.approx(alone[1][0], abs=1e-9)
+    assert abs(radius[0] - 10.35) < 0.03 and abs(radius[2] - 10.2) < 0.05 and abs(radius[3] - 9.7) < 0.03
 
 
 def test_chip_rim_costs_point_at_the_true_heights(monkeypatch):

@@ -7,10 +7,13 @@ How a frame is read (issue 8):
    lattice of probe pixels, and for every hypothesis about the cell (empty, a tower of
    1..5 blocks, a figure) what each probe would see, found by casting its ray against
    the hypothesis's solid built from the kit's sizes (block footprint and height, the
-   point chip on top, the figure's coloured top and clear body).
-2. The probes are sampled (one bilinear remap), converted to linear light and
-   normalised for this frame's light: gains and a smooth light field fitted robustly
-   on the board's own spaces against the survey (:mod:`vision.colours`). The fit
+   point chip on top, the figure's coloured top and clear body); and the index the
+   scoring reads (:mod:`vision._blox_score`: a frame's probe costs go into one table,
+   the sums per hypothesis are segment sums over entries sorted once per pose).
+2. The probes are sampled (one bilinear remap, its maps prepared per pose), converted
+   to linear light and normalised for this frame's light (at each probe's cell centre):
+   gains and a smooth light field fitted robustly on the board's own spaces against the
+   survey (:mod:`vision.colours`). The fit
    starts from the largest set of spaces that agree on one light across several
    colours, or from the last hand-free frame's light while the visible spaces still
    agree with it: an arm over most of the board must not pass for a change of light
@@ -86,10 +89,11 @@ import cv2
 import numpy as np
 
 from vision import _blox_geometry as geo_mod
-from vision._blox_geometry import (ALT_DOWN, ALT_UP, BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
+from vision import _blox_score as score_mod
+from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
                                    G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
                                    N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN, BloxGeometry)
-from vision.board import BoardView, sample
+from vision.board import BoardView
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
 from vision.hands import HandDetector
 from vision.motion import StabilityGate, lores_grey
@@ -136,6 +140,46 @@ PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior whe
 
 #: motion is watched over the board plus this fraction of its width on every side
 MOTION_APRON = 0.5
+
+#: linear light of every byte value, as :func:`vision.colours.bgr_to_linear` computes it
+#: for float samples (the same arithmetic, so a table lookup gives the same values)
+_BYTE_LINEAR = bgr_to_linear(np.repeat(np.arange(256, dtype=np.float32)[:, None], 3, axis=1))[:, 0].copy()
+
+
+def _normalise_by_cell(balance: Any, lin: np.ndarray, cell: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """``balance.normalise(lin, centres[cell])`` (:class:`vision.colours.FrameBalance`)
+    with the light field evaluated once per cell rather than once per probe: every probe
+    is normalised at its cell's centre."""
+    f = balance.field(centres).astype(np.float32)[cell]
+    return np.asarray(lin, np.float32) / (balance.gains.astype(np.float32)[None, :] * f[:, None])
+
+
+def _bytes_to_linear(raw: np.ndarray) -> np.ndarray:
+    """``bgr_to_linear`` of BGR bytes (N, 3), by table lookup, as computed for float samples."""
+    return np.ascontiguousarray(_BYTE_LINEAR[raw][..., ::-1])
+
+
+class _Sampler:
+    """:func:`vision.board.sample` of a uint8 frame at fixed pixels (one pose's probes),
+    with the remap maps prepared once (OpenCV's fixed-point maps, what remap makes of
+    float maps on every call): the samples as bytes (N, 3), those of points outside the
+    frame (``outside``) 0, where sample gives NaN."""
+
+    def __init__(self, px: np.ndarray, width: int, height: int) -> None:
+        px = np.asarray(px, np.float32).reshape(-1, 2)
+        self.n = len(px)
+        cols = max(min(self.n, 4096), 1)  # remap's maps: at most 32767 columns
+        pad = -(-self.n // cols) * cols - self.n
+        mx = np.pad(px[:, 0], (0, pad)).reshape(-1, cols)
+        my = np.pad(px[:, 1], (0, pad)).reshape(-1, cols)
+        self.maps = cv2.convertMaps(mx, my, cv2.CV_16SC2)
+        self.outside = (px[:, 0] < 0) | (px[:, 1] < 0) | (px[:, 0] > width - 1) | (px[:, 1] > height - 1)
+
+    def read(self, frame: np.ndarray) -> np.ndarray:
+        out = cv2.remap(frame, self.maps[0], self.maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                        borderValue=0).reshape(-1, 3)[:self.n]
+        out[self.outside] = 0
+        return out
 
 
 class Recognizer:
@@ -194,34 +238,32 @@ class Recognizer:
             g.e_cell = g.e_group // (N_HYP * N_GTYPES)  # type: ignore[attr-defined]
             g.e_hyp = (g.e_group // N_GTYPES) % N_HYP  # type: ignore[attr-defined]
             g.e_gtype = g.e_group % N_GTYPES  # type: ignore[attr-defined]
-            g.e_idx = g.e_p.astype(np.int64) * N_SRC + g.e_src  # type: ignore[attr-defined]
-            # Entries by the kind of cost they add: a constant (UNKNOWN), one colour
-            # (the space, the chip), or one of four (a figure's or a level's colour); each
-            # kind is summed on its own so the constant and single ones cost one pass.
-            kind = np.where(g.e_src == UNKNOWN, 0, np.where(np.isin(g.e_src, (OWN, CHIP, OWN_BODY, TABLE)), 1, 2))
-            # Side probes that may see the neighbouring level instead: a pair of levels (3).
-            kind = np.where((g.e_alt == ALT_UP) | (g.e_alt == ALT_DOWN), 3, kind)
-            g.kind_ent = [np.nonzero(kind == j)[0] for j in range(4)]  # type: ignore[attr-defined]
-            g.kind_start = [np.searchsorted(g.e_cell[e], np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
-                            for e in g.kind_ent]  # type: ignore[attr-defined]
             g.chip_ent = np.nonzero(g.e_src == CHIP)[0]  # type: ignore[attr-defined]
             # Robust block probes of each height's top level (the side-shade estimate).
             g.shade_ent = np.nonzero(np.isin(g.e_src, (BLK_TOP, BLK_SIDE)) & (g.e_w >= 1.0)  # type: ignore[attr-defined]
                                      & (g.e_gtype == G_LEVEL0 + g.e_hyp - 1))[0]
+            # Their cells, hypotheses and probes, read every frame.
+            for name in ("chip", "shade"):
+                ent = getattr(g, f"{name}_ent")
+                setattr(g, f"{name}_cell_hyp_probe", (g.e_cell[ent], g.e_hyp[ent], g.e_p[ent]))  # type: ignore[attr-defined]
             # The probes each source is read at (sorted): only those are costed.
             g.src_probes = [np.unique(g.e_p[g.e_src == k]) for k in range(N_SRC)]  # type: ignore[attr-defined]
-            # Pairs of adjacent levels (level L and L + 1: pair L - 1) of each (cell, hypothesis).
-            lvl = g.e_gtype.astype(np.int64) - G_LEVEL0
-            pair = np.where(g.e_alt == ALT_DOWN, lvl - 1, lvl).clip(0, 3)
-            g.e_pair = (g.e_cell * N_HYP + g.e_hyp) * 4 + pair  # type: ignore[attr-defined]
-            g.e_upper = g.e_alt == ALT_DOWN  # type: ignore[attr-defined]  # the entry's level is the pair's upper one
-            # Entries are stored cell by cell: where each cell's run starts.
-            g.e_start = np.searchsorted(g.e_cell, np.arange(self.n * self.n + 1))  # type: ignore[attr-defined]
+            # What a frame's scoring reads: its costs in one table, the sums as segment sums.
+            g.score_index = score_mod.build(g, self.n * self.n, g.src_probes)  # type: ignore[attr-defined]
+            # The surveyed colour of the space each own-square probe looks at, ready for
+            # _shaded_sqdist.
+            own_p = g.src_probes[OWN]  # type: ignore[attr-defined]
+            g.own_ref = _shading_ref(self._space_lab_flat[g.cell[own_p]])  # type: ignore[attr-defined]
+            # Where each cell's probes are normalised for the light (its centre).
+            g.cell_centres = np.zeros((self.n * self.n, 2))  # type: ignore[attr-defined]
+            g.cell_centres[g.cell] = g.centre_xy  # type: ignore[attr-defined]
             s = self.kit.blox.space_mm
             f = np.array([0.22, 0.5, 0.78])
             lat = np.array([(u, v) for v in f for u in f])[[0, 1, 2, 3, 5, 6, 7, 8]] * s
-            g.all_pts = np.concatenate([g.px, g.space_pts, g.table_pts if g.table_pts is not None  # type: ignore[attr-defined]
-                                        else np.zeros((0, 2), np.float32)]).astype(np.float32)
+            # The probes, the spaces (for the light) and the table around the board: sampled together.
+            g.sampler = _Sampler(np.concatenate([g.px, g.space_pts, g.table_pts if g.table_pts is not None  # type: ignore[attr-defined]
+                                                 else np.zeros((0, 2), np.float32)]), self.view.intr.width,
+                                 self.view.intr.height)
             g.space_xy = np.concatenate([lat + [c * s, r * s] for r in range(self.n) for c in range(self.n)])  # type: ignore[attr-defined]
         return self._geo
 
@@ -234,15 +276,15 @@ class Recognizer:
 
     def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry,
                      table_lab: np.ndarray | None = None) -> np.ndarray:
-        """Per source and probe, the cost of each of (up to) four candidate colours:
-        (4, N * N_SRC), column ``probe * N_SRC + source``. Only the probes some entry
-        reads with a source are costed for it (the others keep the cap, never read)."""
-        N = len(lab_top)
-        Q = np.full((4, N, N_SRC), np.float32(CAP), np.float32)
-        Q[:, :, UNKNOWN] = UNKNOWN_COST
+        """The cost table of this frame (:class:`vision._blox_score.ScoreIndex`): per
+        source, the cost of each probe it is read at against each of (up to) four
+        candidate colours."""
+        ix = g.score_index  # type: ignore[attr-defined]
+        T = ix.new_table()
+        ix.fill(T, UNKNOWN, UNKNOWN_COST)
         sp = g.src_probes  # type: ignore[attr-defined]
         own_p = sp[OWN]
-        own2 = _shaded_sqdist(lab_top[own_p], self._space_lab_flat[g.cell[own_p]])
+        own2 = _shaded_sqdist(lab_top[own_p], prepared=g.own_ref)  # type: ignore[attr-defined]
         # A glare spot on glossy print adds white light to a space: explained too, at a
         # price, so a glare spot is no white block and a white block no glare spot.
         price = np.float32(GLARE_PENALTY * 2 * SIGMA * SIGMA)
@@ -251,17 +293,15 @@ class Recognizer:
             wp = own_p[worse]
             glare2 = _glare_sqdist(lin_n[wp], self._space_lin_flat[g.cell[wp]], lab_top[wp])
             own2[worse] = np.minimum(own2[worse], glare2 + price)
-        Q[:, own_p, OWN] = self._cost2(own2)[None, :]
+        ix.fill(T, OWN, self._cost2(own2))
         body_p = sp[OWN_BODY]  # a subset of the own-square probes
-        Q[:, body_p, OWN_BODY] = self._cost2(own2[np.searchsorted(own_p, body_p)], SIGMA_BODY)[None, :]
-        # Chip and figures are compared with the kit's nominal colours: a looser scale.
-        p = sp[CHIP]
-        Q[:, p, CHIP] = self._cost2(_sqdist(lab_top[p], self._chip_lab[None]), SIGMA_NOMINAL)[:, 0][None, :]
+        ix.fill(T, OWN_BODY, self._cost2(own2[np.searchsorted(own_p, body_p)], SIGMA_BODY))
+        # Figures are compared with the kit's nominal colours: a looser scale.
         p = sp[FIG_CAP]
-        Q[:, p, FIG_CAP] = self._cost2(_sqdist(lab_top[p], self._fig_lab), SIGMA_NOMINAL).T
+        ix.fill(T, FIG_CAP, self._cost2(_sqdist(lab_top[p], self._fig_lab), SIGMA_NOMINAL))
         p = sp[FIG_SIDE]
         wts = np.array([0.3, 1.0, 1.0], np.float32)
-        Q[:, p, FIG_SIDE] = self._cost2(_sqdist(lab_top[p] * wts, self._fig_lab * wts), SIGMA_NOMINAL).T
+        ix.fill(T, FIG_SIDE, self._cost2(_sqdist(lab_top[p] * wts, self._fig_lab * wts), SIGMA_NOMINAL))
         # The table beyond the edge, against this frame's table colour (its grain and the
         # pieces' shadows on it: a loose scale and shading); unknown when not measured.
         # (Not capped at the unknown cost: a tower whose top is seen against the table
@@ -270,78 +310,48 @@ class Recognizer:
         # frame with a hand; such a frame is never committed.)
         p = sp[TABLE]
         if table_lab is None:
-            Q[:, p, TABLE] = UNKNOWN_COST
+            ix.fill(T, TABLE, UNKNOWN_COST)
         else:
-            Q[:, p, TABLE] = self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE)[None, :]
+            ix.fill(T, TABLE, self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE))
         p = sp[BLK_TOP]
-        Q[:, p, BLK_TOP] = self._cost2(_sqdist(lab_top[p], self._block_lab)).T
+        ix.fill(T, BLK_TOP, self._cost2(_sqdist(lab_top[p], self._block_lab)))
+        self._learnt_costs(T, lab_top, lin_n, g)
+        return T
+
+    def _learnt_costs(self, T: np.ndarray, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry) -> None:
+        """The costs that depend on what the frame's towers teach (the chip's colour,
+        the side faces' shading), written into the cost table ``T``."""
+        ix = g.score_index  # type: ignore[attr-defined]
+        sp = g.src_probes  # type: ignore[attr-defined]
+        # The chip against its colour as learnt (nominal at first): a looser scale.
+        p = sp[CHIP]
+        ix.fill(T, CHIP, self._cost2(_sqdist(lab_top[p], self._chip_lab[None]), SIGMA_NOMINAL)[0])
         p = sp[BLK_SIDE]
-        Q[:, p, BLK_SIDE] = self._cost2(_sqdist(self._side_lab(lin_n, g, p), self._block_lab)).T
-        return Q.reshape(4, N * N_SRC)
+        ix.fill(T, BLK_SIDE, self._cost2(_sqdist(self._side_lab(lin_n, g, p), self._block_lab)))
 
     @staticmethod
     def _cost2(d2: np.ndarray, sigma: float = SIGMA) -> np.ndarray:
         return np.minimum(d2 * np.float32(1.0 / (2 * sigma * sigma)), np.float32(CAP))
 
-    def _score(self, Q: np.ndarray, visible: np.ndarray, g: BloxGeometry, cells: np.ndarray | None = None,
+    def _score(self, T: np.ndarray, visible: np.ndarray, g: BloxGeometry, cells: np.ndarray | None = None,
                prev: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Hypothesis costs (cells, N_HYP), group sums (cells, N_HYP, N_GTYPES, 4), counts
-        and the pair sums of adjacent levels (cells, N_HYP, 4, 4 lower colour, 4 upper colour).
+        and the pair sums of adjacent levels (cells, N_HYP, 4, 4 lower colour, 4 upper colour)
+        from the cost table ``T`` over the ``visible`` probes.
 
         With ``cells`` (and the previous result ``prev``) only those cells are rescored."""
-        size = self.n * self.n * N_HYP * N_GTYPES
-        psize = self.n * self.n * N_HYP * 4
-        if prev is None:
-            S = np.zeros((size, 4))
-            cnt = np.zeros(size)
-            P = np.zeros((psize, 4, 4))
-        else:
-            S = prev[1].reshape(size, 4).copy()
-            cnt = prev[2].reshape(size).copy()
-            P = prev[3].reshape(psize, 4, 4).copy()
-            for k in cells:  # type: ignore[union-attr]
-                a, b = k * N_HYP * N_GTYPES, (k + 1) * N_HYP * N_GTYPES
-                S[a:b] = 0
-                cnt[a:b] = 0
-                P[k * N_HYP * 4:(k + 1) * N_HYP * 4] = 0
-        pen = np.float32(ADJACENT_PENALTY)
-        for kind in range(4):
-            ent = g.kind_ent[kind]  # type: ignore[attr-defined]
-            if cells is not None:
-                st = g.kind_start[kind]  # type: ignore[attr-defined]
-                ent = ent[np.concatenate([np.arange(st[k], st[k + 1]) for k in cells])]
-            ent = ent[visible[g.e_p[ent]]]
-            if not len(ent):
-                continue
-            grp, w = g.e_group[ent], g.e_w[ent]
-            c = np.bincount(grp, weights=w, minlength=size)
-            cnt += c
-            if kind == 0:
-                S += (UNKNOWN_COST * c)[:, None]
-            elif kind == 1:
-                S += np.bincount(grp, weights=Q[0, g.e_idx[ent]] * w, minlength=size)[:, None]
-            elif kind == 2:
-                c4 = Q[:, g.e_idx[ent]] * w[None, :]
-                for j in range(4):
-                    S[:, j] += np.bincount(grp, weights=c4[j], minlength=size)
-            else:  # the level's colour, or its neighbour's: a cost per pair of colours
-                q = Q[:, g.e_idx[ent]]
-                own_other = np.minimum(q[:, None, :], q[None, :, :] + pen) * w[None, None, :]  # [own, other]
-                upper = g.e_upper[ent]  # type: ignore[attr-defined]
-                lo_hi = np.where(upper[None, None, :], own_other.transpose(1, 0, 2), own_other)
-                # One pass for the 16 pairs of colours: entry e adds to bin pair * 16 + a * 4 + b.
-                pg = g.e_pair[ent]  # type: ignore[attr-defined]
-                bins = (pg[:, None] * 16 + np.arange(16)[None, :]).ravel()
-                sums = np.bincount(bins, weights=lo_hi.reshape(16, -1).T.ravel(), minlength=psize * 16)
-                P += sums.reshape(psize, 4, 4)
-        S = S.reshape(self.n * self.n, N_HYP, N_GTYPES, 4)
-        cnt = cnt.reshape(self.n * self.n, N_HYP, N_GTYPES)
-        P = P.reshape(self.n * self.n, N_HYP, 4, 4, 4)
+        nn = self.n * self.n
+        ix = g.score_index  # type: ignore[attr-defined]
+        last = None if prev is None else (prev[1].reshape(ix.size, 4), prev[2].reshape(ix.size), prev[3])
+        S, cnt, P = ix.sums(T, visible, ADJACENT_PENALTY, cells, last)
+        S = S.reshape(nn, N_HYP, N_GTYPES, 4)
+        cnt = cnt.reshape(nn, N_HYP, N_GTYPES)
+        P = P.reshape(nn, N_HYP, 4, 4, 4)
         # Only the rescored cells' costs change (the levels' chain is the dearest part).
-        rows = np.arange(self.n * self.n) if cells is None else np.asarray(cells)
-        cost = np.zeros((self.n * self.n, N_HYP)) if prev is None else prev[0].copy()
+        rows = np.arange(nn) if prev is None else np.asarray(cells)
+        cost = np.zeros((nn, N_HYP)) if prev is None else prev[0].copy()
         Sr = S[rows]
-        c = Sr[:, :, G_UNKNOWN, 0] + Sr[:, :, G_OWN, 0] + Sr[:, :, G_CHIP, 0] + Sr[:, :, G_FIG, :].min(axis=2)
+        c = Sr[:, :, G_UNKNOWN, 0] + Sr[:, :, G_OWN, 0] + Sr[:, :, G_CHIP, 0] + _min4(Sr[:, :, G_FIG, :], 2)
         c[:, 1:FIGURE] += _chain_min(Sr[:, 1:FIGURE, G_LEVEL0:, :], P[rows, 1:FIGURE])  # towers only have levels
         cost[rows] = c + self._hyp_prior[None, :]
         return cost, S, cnt, P
@@ -369,19 +379,20 @@ class Recognizer:
                            b.figure.height_mm)
         return np.minimum(grown + 1, tallest)
 
-    def _table_colour(self, raw: np.ndarray, balance: Any, hands: Any, g: BloxGeometry) -> np.ndarray | None:
-        """CIELAB of the table around the board in this frame from its samples ``raw`` at
-        ``g.table_pts`` (balanced like the probes; points under a hand left out), or None
-        when too little of it is seen."""
+    def _table_colour(self, raw: np.ndarray, in_frame: np.ndarray, balance: Any, hands: Any,
+                      g: BloxGeometry) -> np.ndarray | None:
+        """CIELAB of the table around the board in this frame from its samples ``raw``
+        (bytes) at ``g.table_pts`` (balanced like the probes; points outside the frame or
+        under a hand left out), or None when too little of it is seen."""
         pts = g.table_pts
         if pts is None or len(pts) < TABLE_MIN_POINTS:
             return None
-        ok = np.isfinite(raw).all(axis=1)
+        ok = in_frame.copy()
         if hands.any:
             ok &= ~hands.covered(pts)
         if ok.sum() < TABLE_MIN_POINTS:
             return None
-        return np.median(lab(balance.normalise(bgr_to_linear(raw[ok]), g.table_xy[ok])), axis=0)
+        return np.median(lab(balance.normalise(_bytes_to_linear(raw[ok]), g.table_xy[ok])), axis=0)
 
     def _hidden(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
         if len(g.pair_p) == 0:
@@ -390,13 +401,16 @@ class Recognizer:
         return np.bincount(g.pair_p, weights=hit.astype(np.float32), minlength=len(g.px)) > 0
 
     def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
-                extra: np.ndarray | None = None) -> tuple:
+                extra: np.ndarray | None = None, first: tuple | None = None) -> tuple:
         """Decide every cell, then re-decide the cells whose probes the decided solids of
         nearer cells hide, until nothing more changes. ``extra``: costs (cells, N_HYP)
-        added to the probes' (the chip's radius); the returned costs include them."""
+        added to the probes' (the chip's radius); the returned costs include them.
+        ``first``: the scores of the same table over ``seen`` (the first round), when an
+        earlier call returned them (the last item returned)."""
         visible = seen
         add = 0.0 if extra is None else extra
-        cost, S, cnt, P = self._score(Q, visible, g)
+        first = self._score(Q, visible, g) if first is None else first
+        cost, S, cnt, P = first
         decision = np.argmin(cost + add, axis=1)
         for _ in range(5):
             hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
@@ -407,17 +421,17 @@ class Recognizer:
                 break
             cost, S, cnt, P = self._score(Q, visible, g, changed, (cost, S, cnt, P))
             decision = np.argmin(cost + add, axis=1)
-        return decision, visible, cost + add, S, cnt, P
+        return decision, visible, cost + add, S, cnt, P, first
 
     def _learn_chip(self, lab_top: np.ndarray, visible: np.ndarray, decision: np.ndarray, g: BloxGeometry) -> float:
         """The chips' colour as seen on this table: the kit gives only a nominal colour
         (the survey cannot see chips), so it is learnt from the chips of the towers
         read, kept only when near the nominal one. Returns how far it moved (dE)."""
-        ent = g.chip_ent  # type: ignore[attr-defined]
-        sel = ent[(decision[g.e_cell[ent]] == g.e_hyp[ent]) & visible[g.e_p[ent]]]
-        if len(sel) < 12:
+        e_cell, e_hyp, e_p = g.chip_cell_hyp_probe  # type: ignore[attr-defined]
+        p = e_p[(decision[e_cell] == e_hyp) & visible[e_p]]
+        if len(p) < 12:
             return 0.0
-        med = np.median(lab_top[g.e_p[sel]], axis=0)
+        med = np.median(lab_top[p], axis=0)
         nominal = self.colours.refs["chip"]
         if np.linalg.norm(med - nominal) > 30.0:
             return 0.0
@@ -432,12 +446,13 @@ class Recognizer:
         """Side-face shading per orientation: a tower's top block shows its top face and
         its side faces in one colour, so their luminance ratio is the shading."""
         ent = g.shade_ent  # type: ignore[attr-defined]
-        sel = ent[(decision[g.e_cell[ent]] == g.e_hyp[ent]) & visible[g.e_p[ent]]]
-        if not len(sel):
+        e_cell, e_hyp, e_p = g.shade_cell_hyp_probe  # type: ignore[attr-defined]
+        m = (decision[e_cell] == e_hyp) & visible[e_p]
+        if not m.any():
             return
-        p = g.e_p[sel]
-        cell = g.e_cell[sel]
-        src = g.e_src[sel]
+        p = e_p[m]
+        cell = e_cell[m]
+        src = g.e_src[ent[m]]
         lum = luminance(lin_n[p])
         size = self.n * self.n
         top_sum = np.bincount(cell[src == BLK_TOP], weights=lum[src == BLK_TOP], minlength=size)
@@ -502,25 +517,26 @@ class Recognizer:
                 cache[ck] = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(decision[k]))
             pix.append(cache[ck])
         pix_a = np.stack(pix)  # (cells, directions, radii, 2)
-        prof = bgr_to_linear(np.nan_to_num(sample(frame_bgr, pix_a.reshape(-1, 2)), nan=-1.0)).reshape(
-            *pix_a.shape[:3], 3)
+        # One row of the remap per tower (the samples of a tower partly outside the frame
+        # are not read: see ``inside``).
+        rows = pix_a.reshape(len(cells), -1, 2)
+        prof = _bytes_to_linear(cv2.remap(frame_bgr, np.ascontiguousarray(rows[..., 0]), np.ascontiguousarray(rows[..., 1]),
+                                          cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+                                          ).reshape(-1, 3)).reshape(*pix_a.shape[:3], 3)
         inside = np.all((pix_a >= 0) & (pix_a <= [frame_bgr.shape[1] - 1, frame_bgr.shape[0] - 1]), axis=(1, 2, 3))
         radii = geo_mod.rim_radii(self.kit)
         angles = geo_mod.rim_angles()
+        # The chip's side wall shows on the side facing the camera and widens the disc
+        # there: the rim is read on the far half only, where the top's edge is the outline.
+        away = centres[cells] - cam[:2]
+        use = (np.cos(angles)[None, :] * away[:, :1] + np.sin(angles)[None, :] * away[:, 1:] >= 0) & inside[:, None]
+        radius, sigma = fit_rim_circles(prof, radii, angles, use)
         heights = np.arange(1, 6)
         for i, k in enumerate(cells):
-            if not inside[i]:
+            if not np.isfinite(radius[i]):
                 continue
-            # The chip's side wall shows on the side facing the camera and widens the disc
-            # there: the rim is read on the far half only, where the top's edge is the outline.
-            away = centres[k] - cam[:2]
-            use = np.cos(angles) * away[0] + np.sin(angles) * away[1] >= 0
-            fit = fit_rim_circle(prof[i], radii, angles, use)
-            if fit is None:
-                continue
-            radius, sigma = fit
             pred = geo_mod.chip_radius_in_plane(self.view, int(decision[k]), heights)
-            chi2 = np.minimum(((radius - pred) / sigma) ** 2, RIM_MAX_CHI2)
+            chi2 = np.minimum(((radius[i] - pred) / sigma[i]) ** 2, RIM_MAX_CHI2)
             extra[k, 1:6] = TEMPERATURE * (chi2 - chi2.min()) / 2
         return extra
 
@@ -539,12 +555,12 @@ class Recognizer:
                                      [[None] * n for _ in range(n)], np.zeros((n, n)), extra={"pose": "lost"})
         g = self.geometry()
         # The probes, the spaces (for the light) and the table around the board, in one sampling.
-        every = sample(frame_bgr, g.all_pts)  # type: ignore[attr-defined]
+        every = g.sampler.read(frame_bgr)  # type: ignore[attr-defined]
         n_px, n_sp = len(g.px), len(g.space_pts)
-        raw, sraw, traw = every[:n_px], every[n_px:n_px + n_sp], every[n_px + n_sp:]
-        finite = np.isfinite(raw).all(axis=1)
-        lin = bgr_to_linear(np.nan_to_num(raw))
-        slin = bgr_to_linear(np.nan_to_num(sraw))
+        in_frame = ~g.sampler.outside  # type: ignore[attr-defined]
+        finite = in_frame[:n_px]
+        lin = _bytes_to_linear(every[:n_px])
+        slin = _bytes_to_linear(every[n_px:n_px + n_sp])
         # The light is fitted on the spaces; an arm over most of the board must not pass
         # for a change of light (it would then look like board colour and hide itself):
         # the fit starts from the largest set of spaces that agree on one light, or from
@@ -554,7 +570,7 @@ class Recognizer:
         hands = self.hand_detector.detect(frame_bgr, balance)
         if not hands.any and balance.inliers >= PRIOR_MIN_INLIERS:
             self._balance_prior = balance
-        lin_n = balance.normalise(lin, g.centre_xy)
+        lin_n = _normalise_by_cell(balance, lin, g.cell, g.cell_centres)  # type: ignore[attr-defined]
         lab_top = lab(lin_n)
         seen = finite.copy()
         if hands.any:
@@ -562,23 +578,24 @@ class Recognizer:
         cover = hands.cell_cover.reshape(-1) if hands.cell_cover is not None else np.zeros(n * n)
         hand_cells = cover >= HAND_CELL_COVER
 
-        table_lab = self._table_colour(traw, balance, hands, g)
+        table_lab = self._table_colour(every[n_px + n_sp:], in_frame[n_px + n_sp:], balance, hands, g)
         Q = self._probe_costs(lab_top, lin_n, g, table_lab)
-        decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g)
+        decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
             self._estimate_side_shade(lin_n, visible, decision, g)
             moved = self._learn_chip(lab_top, visible, decision, g)
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
-                Q = self._probe_costs(lab_top, lin_n, g, table_lab)
-                decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g)
+                self._learnt_costs(Q, lab_top, lin_n, g)
+                decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
         rim = self._chip_rim_costs(frame_bgr, decision, hand_cells)
         if rim.any():
             if np.array_equal(np.argmin(cost + rim, axis=1), decision):
                 cost = cost + rim
             else:  # a height changes: what the new solid hides changes too
-                decision, visible, cost, S, cnt, P = self._decide(Q, seen, hand_cells, g, rim)
+                # The probes' costs are unchanged: the first round's scores are reused.
+                decision, visible, cost, S, cnt, P, _ = self._decide(Q, seen, hand_cells, g, rim, first)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
         # Hands: cells under a hand, or whose evidence a hand hides, are not read.
@@ -611,39 +628,41 @@ class Recognizer:
         S_dec[:, G_LEVEL0:, :] = _chain_marginals(S_dec[:, G_LEVEL0:, :], P[ks, decision])
         best = np.argmin(S_dec, axis=2)
         col_conf = confidence_from_costs(S_dec / COLOUR_TEMPERATURE, 1.0)
-        seen_w = cnt[ks, decision]
+        seen_w = cnt[ks, decision].tolist()
         cells: list[list[Any]] = [[None] * n for _ in range(n)]
         conf = np.zeros((n, n))
         occluded: list[list[int]] = []
+        # (Python lists: the loop reads single values.)
+        dec_l, hyp_l, best_l, col_l = decision.tolist(), hyp_conf.tolist(), best.tolist(), col_conf.tolist()
         for k in range(n * n):
             r, c = divmod(k, n)
             if hand_occ[k]:
                 occluded.append([r, c])
                 conf[r, c] = np.nan
                 continue
-            h = int(decision[k])
-            cc = float(hyp_conf[k])
+            h = dec_l[k]
+            cc = hyp_l[k]
             if h == EMPTY:
                 cells[r][c] = None
             elif h == FIGURE:
-                cc = min(cc, float(col_conf[k, G_FIG]))
-                cells[r][c] = {"figure": self.players[int(best[k, G_FIG])]}
+                cc = min(cc, col_l[k][G_FIG])
+                cells[r][c] = {"figure": self.players[best_l[k][G_FIG]]}
             else:
                 tower: list[str] = []
                 confs: list[float] = []
                 for level in range(h, 0, -1):  # top down: an unseen level repeats the one above
                     gt = G_LEVEL0 + level - 1
-                    if seen_w[k, gt] < MIN_LEVEL_WEIGHT:
-                        tower.append(tower[-1] if tower else self.blocks[int(best[k, gt])])
+                    if seen_w[k][gt] < MIN_LEVEL_WEIGHT:
+                        tower.append(tower[-1] if tower else self.blocks[best_l[k][gt]])
                         confs.append(1.0 / len(self.blocks))
                         continue
-                    tower.append(self.blocks[int(best[k, gt])])
-                    confs.append(float(col_conf[k, gt]))
+                    tower.append(self.blocks[best_l[k][gt]])
+                    confs.append(col_l[k][gt])
                 tower.reverse()
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
             if undecided[k]:
-                if h != EMPTY or hyp_conf[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0 or hands.any:
+                if h != EMPTY or hyp_l[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0 or hands.any:
                     # What is left of it argues for several readings, or for a piece that
                     # nothing shows clearly (free colours fit whatever is seen past the
                     # nearer tower): not read. Nor while a hand is over the board: the
@@ -757,41 +776,64 @@ def fit_rim_circle(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
     centre), points off it by more than ``RIM_OUTLIER_MM`` dropped once. None when fewer
     than ``RIM_MIN_DIRECTIONS`` profiles agree. ``use``: the profiles that may be used (all
     by default)."""
-    inner = prof[:, :3].mean(axis=1)
-    outer = prof[:, -3:].mean(axis=1)
+    radius, sigma = fit_rim_circles(prof[None], radii, angles, None if use is None else np.asarray(use)[None])
+    return None if not np.isfinite(radius[0]) else (float(radius[0]), float(sigma[0]))
+
+
+def fit_rim_circles(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
+                    use: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fit_rim_circle` for several chips at once: ``prof`` (chips, directions,
+    len(radii), 3), ``use`` (chips, directions). Returns radius and standard error per
+    chip (NaN where there is no reading)."""
+    inner = prof[:, :, :3].mean(axis=2)
+    outer = prof[:, :, -3:].mean(axis=2)
     axis = inner - outer
-    norm2 = (axis * axis).sum(axis=1)
-    ok = (np.sqrt(norm2) >= RIM_MIN_CONTRAST) & (prof >= 0).all(axis=(1, 2))
+    norm2 = (axis * axis).sum(axis=2)
+    ok = (np.sqrt(norm2) >= RIM_MIN_CONTRAST) & (prof >= 0).all(axis=(2, 3))
     if use is not None:
         ok &= use
-    m = ((prof - outer[:, None, :]) * axis[:, None, :]).sum(axis=2) / np.maximum(norm2, 1e-12)[:, None]
+    m = ((prof - outer[:, :, None, :]) * axis[:, :, None, :]).sum(axis=3) / np.maximum(norm2, 1e-12)[..., None]
     above = m >= 0.5
-    falls = above[:, :-1] & ~above[:, 1:]
-    rises = ~above[:, :-1] & above[:, 1:]
-    ok &= (falls.sum(axis=1) == 1) & (rises.sum(axis=1) == 0)
-    if ok.sum() < RIM_MIN_DIRECTIONS:
-        return None
-    j = np.argmax(falls[ok], axis=1)
-    mo = m[ok]
-    rows = np.arange(len(j))
-    a0, a1 = mo[rows, j], mo[rows, j + 1]
+    falls = above[..., :-1] & ~above[..., 1:]
+    rises = ~above[..., :-1] & above[..., 1:]
+    ok &= (falls.sum(axis=2) == 1) & (rises.sum(axis=2) == 0)
+    j = np.argmax(falls, axis=2)[..., None]
+    a0 = np.take_along_axis(m, j, axis=2)[..., 0]
+    a1 = np.take_along_axis(m, j + 1, axis=2)[..., 0]
+    j = j[..., 0]
     rho = radii[j] + (a0 - 0.5) / np.maximum(a0 - a1, 1e-6) * (radii[j + 1] - radii[j])
-    x, y = rho * np.cos(angles[ok]), rho * np.sin(angles[ok])
-    keep = np.ones(len(x), bool)
+    x, y = rho * np.cos(angles), rho * np.sin(angles)
+    # Least squares per chip on its kept rim points: the normal equations, all chips at once.
+    A = np.stack([2 * x, 2 * y, np.ones_like(x)], axis=2)
+    b = x * x + y * y
+    keep = ok
+    valid = np.ones(len(prof), bool)
+    res = np.zeros_like(x)
+    radius = np.full(len(prof), np.nan)
     for _ in range(2):
-        if keep.sum() < RIM_MIN_DIRECTIONS:
-            return None
-        A = np.column_stack([2 * x[keep], 2 * y[keep], np.ones(keep.sum())])
-        sol = np.linalg.lstsq(A, x[keep] ** 2 + y[keep] ** 2, rcond=None)[0]
-        cx, cy = sol[0], sol[1]
-        radius = float(np.sqrt(max(sol[2] + cx * cx + cy * cy, 0.0)))
-        res = np.hypot(x - cx, y - cy) - radius
-        keep = np.abs(res) <= RIM_OUTLIER_MM
-    used = int(keep.sum())
-    if used < RIM_MIN_DIRECTIONS:
-        return None
-    spread = float(np.sqrt(np.mean(res[keep] ** 2)))
-    return radius, float(np.hypot(spread / np.sqrt(used - 3), RIM_SIGMA_FLOOR_MM))
+        valid &= keep.sum(axis=1) >= RIM_MIN_DIRECTIONS
+        if not valid.any():
+            break
+        w = (keep & valid[:, None]).astype(float)
+        AtA = np.einsum("cd,cdi,cdj->cij", w[valid], A[valid], A[valid])
+        Atb = np.einsum("cd,cdi,cd->ci", w[valid], A[valid], b[valid])
+        sol = np.linalg.solve(AtA, Atb[..., None])[..., 0]
+        cx, cy = sol[:, 0], sol[:, 1]
+        radius[valid] = np.sqrt(np.maximum(sol[:, 2] + cx * cx + cy * cy, 0.0))
+        res[valid] = np.hypot(x[valid] - cx[:, None], y[valid] - cy[:, None]) - radius[valid, None]
+        keep = ok & (np.abs(res) <= RIM_OUTLIER_MM)
+    used = keep.sum(axis=1)
+    valid &= used >= RIM_MIN_DIRECTIONS
+    spread = np.sqrt((res * res * keep).sum(axis=1) / np.maximum(used, 1))
+    sigma = np.hypot(spread / np.sqrt(np.maximum(used - 3, 1)), RIM_SIGMA_FLOOR_MM)
+    return np.where(valid, radius, np.nan), np.where(valid, sigma, np.nan)
+
+
+def _min4(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x.min(axis)`` along an axis of length 4, as three elementwise minima (numpy's
+    reductions over such a short axis cost more than the arithmetic)."""
+    x = np.moveaxis(x, axis, 0)
+    return np.minimum(np.minimum(x[0], x[1]), np.minimum(x[2], x[3]))
 
 
 def _chain_forward(U: np.ndarray, P: np.ndarray) -> list[np.ndarray]:
@@ -800,13 +842,13 @@ def _chain_forward(U: np.ndarray, P: np.ndarray) -> list[np.ndarray]:
     adjacent levels (lower, upper)."""
     F = [U[..., 0, :]]
     for lv in range(1, U.shape[-2]):
-        F.append(U[..., lv, :] + (F[-1][..., :, None] + P[..., lv - 1, :, :]).min(axis=-2))
+        F.append(U[..., lv, :] + _min4(F[-1][..., :, None] + P[..., lv - 1, :, :], -2))
     return F
 
 
 def _chain_min(U: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Lowest total cost over the levels' colours of a tower (see :func:`_chain_forward`)."""
-    return _chain_forward(U, P)[-1].min(axis=-1)
+    return _min4(_chain_forward(U, P)[-1], -1)
 
 
 def _chain_marginals(U: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -816,24 +858,34 @@ def _chain_marginals(U: np.ndarray, P: np.ndarray) -> np.ndarray:
     F = _chain_forward(U, P)
     B = [np.zeros_like(U[..., 0, :])] * L
     for lv in range(L - 2, -1, -1):
-        B[lv] = (P[..., lv, :, :] + (U[..., lv + 1, :] + B[lv + 1])[..., None, :]).min(axis=-1)
+        B[lv] = _min4(P[..., lv, :, :] + (U[..., lv + 1, :] + B[lv + 1])[..., None, :], -1)
     return np.stack([f + b for f, b in zip(F, B)], axis=-2)
 
 
-def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float = 1.04) -> np.ndarray:
+def _shading_ref(ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reference colours (N, 3) CIELAB prepared for :func:`_shaded_sqdist`: (L + 16, a, b)
+    by channel (3, N), and their squared lengths (N,)."""
+    v = np.asarray(ref, np.float32).copy()
+    v[:, 0] += 16
+    return np.ascontiguousarray(v.T), np.maximum((v * v).sum(axis=1), np.float32(1e-6))
+
+
+def _shaded_sqdist(obs: np.ndarray, ref: np.ndarray | None = None, lo: float = 0.62, hi: float = 1.04,
+                   prepared: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Squared CIELAB distance from ``obs`` to ``ref`` under the best shading factor.
 
     A surface in shadow keeps its chromaticity; in CIELAB its (L + 16, a, b) scale
     together by the cube root of the light's factor u. u is fitted per row in closed
     form and kept in [lo, hi] (about 0.24x to 1.1x the light): a shadowed space still
-    matches its colour, a different colour does not."""
-    o = np.asarray(obs, np.float32).copy()
-    v = np.asarray(ref, np.float32).copy()
-    o[:, 0] += 16
-    v[:, 0] += 16
-    u = np.clip((o * v).sum(axis=1) / np.maximum((v * v).sum(axis=1), 1e-6), lo, hi)
-    d = o - u[:, None] * v
-    return (d * d).sum(axis=1)
+    matches its colour, a different colour does not. ``prepared``: the references
+    already prepared by :func:`_shading_ref` (instead of ``ref``). (Channel by channel:
+    numpy's loops then run over the rows, not over three channels.)"""
+    v, vv = _shading_ref(ref) if prepared is None else prepared
+    o = np.asarray(obs, np.float32)
+    o0, o1, o2 = o[:, 0] + np.float32(16), o[:, 1], o[:, 2]
+    u = np.clip((o0 * v[0] + o1 * v[1] + o2 * v[2]) / vv, lo, hi)
+    d0, d1, d2 = o0 - u * v[0], o1 - u * v[1], o2 - u * v[2]
+    return d0 * d0 + d1 * d1 + d2 * d2
 
 
 def _shaded_sqdist_one(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: float = 1.04) -> np.ndarray:
@@ -851,23 +903,26 @@ def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray)
     linear light (least squares, u kept in the shading range of :func:`_shaded_sqdist`)."""
     o = np.asarray(obs_lin, np.float32)
     r = np.asarray(ref_lin, np.float32)
-    rr = (r * r).sum(axis=1)
-    rs = r.sum(axis=1)
-    ro = (r * o).sum(axis=1)
-    so = o.sum(axis=1)
+    # Channel by channel (numpy's loops then run over the rows).
+    o0, o1, o2, r0, r1, r2 = o[:, 0], o[:, 1], o[:, 2], r[:, 0], r[:, 1], r[:, 2]
+    rr = r0 * r0 + r1 * r1 + r2 * r2
+    rs = r0 + r1 + r2
+    ro = r0 * o0 + r1 * o1 + r2 * o2
+    so = o0 + o1 + o2
     det = np.maximum(3 * rr - rs * rs, np.float32(1e-8))
     u = np.clip((3 * ro - rs * so) / det, 0.24, 1.1)
     w = np.maximum((so - u * rs) / 3, 0)
-    pred = r * u[:, None] + w[:, None]
-    d = lab(pred) - obs_lab
-    return (d * d).sum(axis=1)
+    d = lab(np.stack([r0 * u + w, r1 * u + w, r2 * u + w], axis=1)) - obs_lab
+    d0, d1, d2 = d[:, 0], d[:, 1], d[:, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
 
 
 def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
-    """Squared distances (N, K) between rows of x (N,3) and refs (K,3), float32."""
+    """Squared distances (K, N) between rows of refs (K,3) and x (N,3), float32."""
     x = np.asarray(x, np.float32)
     r = np.asarray(refs, np.float32)
-    d2 = (x * x).sum(axis=1)[:, None] + (r * r).sum(axis=1)[None, :] - 2.0 * (x @ r.T)
+    xx = x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1] + x[:, 2] * x[:, 2]
+    d2 = xx[None, :] + (r * r).sum(axis=1)[:, None] - 2.0 * (r @ x.T)
     return np.maximum(d2, 0.0)
 
 
