@@ -681,28 +681,36 @@ def _rim_profiles(radius: float, centre: tuple[float, float], inside, outside, a
     return m * np.asarray(inside, np.float32) + (1 - m) * np.asarray(outside, np.float32)
 
 
+def _fit_rim_circle(prof, radii, angles, use=None):
+    """One chip's (radius, error) by vision.blox.fit_rim_circles, None without a reading."""
+    from vision.blox import fit_rim_circles
+
+    radius, sigma = fit_rim_circles(prof[None], radii, angles, None if use is None else np.asarray(use)[None])
+    return None if not np.isfinite(radius[0]) else (float(radius[0]), float(sigma[0]))
+
+
 def test_fit_rim_circle_measures_an_off_centre_disc():
     from vision import _blox_geometry as geo
-    from vision.blox import RIM_MIN_DIRECTIONS, fit_rim_circle
+    from vision.blox import RIM_MIN_DIRECTIONS
 
     radii = geo.rim_radii(load_kit())
     angles = geo.rim_angles()
     chip, top = (0.7, 0.5, 0.1), (0.8, 0.8, 0.75)  # gold chip on a white block: linear RGB
     for radius, centre in ((10.0, (0.0, 0.0)), (10.35, (1.2, -0.8)), (9.7, (-0.5, 0.9))):
-        fit = fit_rim_circle(_rim_profiles(radius, centre, chip, top, angles, radii), radii, angles)
+        fit = _fit_rim_circle(_rim_profiles(radius, centre, chip, top, angles, radii), radii, angles)
         assert fit is not None and abs(fit[0] - radius) < 0.03 and fit[1] < 0.2
     # A few profiles spoilt (a nearer piece's corner across them) are left out.
     prof = _rim_profiles(10.2, (0.5, 0.0), chip, top, angles, radii)
     prof[:4, 10:] = (0.1, 0.1, 0.1)
-    fit = fit_rim_circle(prof, radii, angles)
+    fit = _fit_rim_circle(prof, radii, angles)
     assert fit is not None and abs(fit[0] - 10.2) < 0.05
     # Only the profiles allowed are read; too few, or no contrast: no reading.
     half = np.cos(angles) >= 0
-    assert abs(fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, half)[0] - 10.1) < 0.03
+    assert abs(_fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, half)[0] - 10.1) < 0.03
     few = np.zeros(len(angles), bool)
     few[:RIM_MIN_DIRECTIONS - 1] = True
-    assert fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, few) is None
-    assert fit_rim_circle(_rim_profiles(10.1, (0, 0), top, top, angles, radii), radii, angles) is None
+    assert _fit_rim_circle(_rim_profiles(10.1, (0, 0), chip, top, angles, radii), radii, angles, few) is None
+    assert _fit_rim_circle(_rim_profiles(10.1, (0, 0), top, top, angles, radii), radii, angles) is None
 
 
 def test_rim_circles_of_several_chips_are_fitted_as_one_at_a_time():

@@ -490,7 +490,7 @@ class Recognizer:
         chip is a disc of the kit's size whose rim contrasts with the top face it lies
         on; for every cell read as a tower (``decision`` 1..5, not ``blocked`` by a
         hand, seen within ``RIM_MAX_VIEW_DEG`` of straight down) its rim is found along radial profiles in the plane of the read height's
-        chip top and a circle is fitted to it (:func:`fit_rim_circle`), its centre free
+        chip top and a circle is fitted to it (:func:`fit_rim_circles`), its centre free
         (offset, jitter, a wrong plane's shift from the nadir). Each tower height
         predicts the radius seen in that plane (geo_mod.chip_radius_in_plane); the
         squared misfit in units of the fit's error becomes a cost (relative to the best
@@ -762,29 +762,21 @@ class Recognizer:
         return out
 
 
-def fit_rim_circle(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
-                   use: np.ndarray | None = None) -> tuple[float, float] | None:
-    """Radius (mm) and its standard error of the chip's rim seen along radial profiles.
-
-    ``prof`` (directions, len(radii), 3): linear RGB sampled at ``radii`` (mm, outward)
-    along the directions ``angles`` in the plane of a chip's top. Along each profile the
-    inner end shows the chip and the outer end the top face; where they differ enough
-    (``RIM_MIN_CONTRAST``) the rim is the one place where the profile crosses half-way
-    from one to the other (interpolated between samples; a profile crossing more than
-    once, a nearer piece or a glare spot in the way, is left out). A circle is fitted to
-    the rim points (least squares on x^2 + y^2 = 2ax + 2by + c: exact for a circle off
-    centre), points off it by more than ``RIM_OUTLIER_MM`` dropped once. None when fewer
-    than ``RIM_MIN_DIRECTIONS`` profiles agree. ``use``: the profiles that may be used (all
-    by default)."""
-    radius, sigma = fit_rim_circles(prof[None], radii, angles, None if use is None else np.asarray(use)[None])
-    return None if not np.isfinite(radius[0]) else (float(radius[0]), float(sigma[0]))
-
-
 def fit_rim_circles(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
                     use: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`fit_rim_circle` for several chips at once: ``prof`` (chips, directions,
-    len(radii), 3), ``use`` (chips, directions). Returns radius and standard error per
-    chip (NaN where there is no reading)."""
+    """Radius (mm) and its standard error of each chip's rim seen along radial profiles,
+    for several chips at once (NaN for a chip with no reading).
+
+    ``prof`` (chips, directions, len(radii), 3): linear RGB sampled at ``radii`` (mm,
+    outward) along the directions ``angles`` in the plane of a chip's top. Along each
+    profile the inner end shows the chip and the outer end the top face; where they
+    differ enough (``RIM_MIN_CONTRAST``) the rim is the one place where the profile
+    crosses half-way from one to the other (interpolated between samples; a profile
+    crossing more than once, a nearer piece or a glare spot in the way, is left out). A
+    circle is fitted to each chip's rim points (least squares on x^2 + y^2 = 2ax + 2by +
+    c: exact for a circle off centre), points off it by more than ``RIM_OUTLIER_MM``
+    dropped once. No reading when fewer than ``RIM_MIN_DIRECTIONS`` profiles agree.
+    ``use`` (chips, directions): the profiles that may be used (all by default)."""
     inner = prof[:, :, :3].mean(axis=2)
     outer = prof[:, :, -3:].mean(axis=2)
     axis = inner - outer

@@ -1288,7 +1288,7 @@ class CardReader:
         # every single blob's ring test and colour statistics at once (see _prepare)
         ids = np.nonzero(single)[0]
         prep = self._prepare(ids[ids != 0], labels, stats, cents, dark, linb, s, gains, face_level, dark_sum)
-        near = self._nearest_previous(prep)
+        near = self._nearest_to_prepared(prep)
         outlines: list = []
         boxes = stats[:, :4].tolist()  # (plain Python values: the loop runs once per blob)
         for i in np.nonzero(single | merged)[0].tolist():
@@ -1348,7 +1348,7 @@ class CardReader:
                 cand = cand[near >= self.quad * 0.4]
             stats2 = looked.stats(cand)
             prep2 = self._prepare(cand, labels2, stats2, cents2, dark2, linb, s, gains, face_level)
-            near = self._nearest_previous(prep2)
+            near = self._nearest_to_prepared(prep2)
             outlines = []
             for i in cand:
                 if i in prep2:
@@ -1548,22 +1548,24 @@ class CardReader:
                    sat.tolist(), cls, top.tolist(), np.asarray(xs).tolist(), np.asarray(ys).tolist(), whole.tolist())
         return {i: (cx, cy, a, ch, (st,) + c, tp, x, y, wh) for i, cx, cy, a, ch, st, c, tp, x, y, wh in zip(*columns)}
 
-    def _nearest_previous(self, prep: dict) -> dict[int, tuple[int, float]]:
-        """For every component :meth:`_prepare` passed, the previous frame's nearest
-        shape and its distance in mm (for :meth:`_reused`), all at once."""
-        if not self._previous or not prep:
-            return {}
-        keys = list(prep)
-        xy = np.array([prep[i][6:8] for i in keys])
+    def _nearest_previous(self, xy: np.ndarray) -> list[tuple[int, float]]:
+        """For each point (k, 2) in board mm, the previous frame's nearest shape and its
+        distance in mm (for :meth:`_reused`), all at once; empty without a previous frame."""
+        if not self._previous or not len(xy):
+            return []
         d = np.hypot(xy[:, None, 0] - self._prev_xy[None, :, 0], xy[:, None, 1] - self._prev_xy[None, :, 1])
         j = d.argmin(axis=1)
-        return {i: (jj, dd) for i, jj, dd in zip(keys, j.tolist(), d[np.arange(len(keys)), j].tolist())}
+        return list(zip(j.tolist(), d[np.arange(len(xy)), j].tolist()))
+
+    def _nearest_to_prepared(self, prep: dict) -> dict[int, tuple[int, float]]:
+        """:meth:`_nearest_previous` of every component :meth:`_prepare` passed."""
+        return dict(zip(prep, self._nearest_previous(np.array([prep[i][6:8] for i in prep]).reshape(-1, 2))))
 
     def _accept(self, blobs: list[Blob], i: int, prep: tuple, box: tuple, face_level: float,
                 outlines: list, near: tuple[int, float] | None = None) -> None:
         """A component that passed :meth:`_prepare`: a shape, reused from the previous
         frame if unchanged (``near``: the nearest previous shape, see
-        :meth:`_nearest_previous`), else its colour classified and its outline queued in
+        :meth:`_nearest_to_prepared`), else its colour classified and its outline queued in
         ``outlines`` for :meth:`_trace` (as :meth:`_try_blob` and :meth:`_read_blob`)
         unless certainly whole (see :meth:`_prepare`)."""
         cx, cy, area, chroma, col, top, x, y, whole = prep
@@ -1648,8 +1650,8 @@ class CardReader:
         b = Blob(float(x), float(y), float(area), partial=area < self.area_lo)
         col = np.array(cv2.mean(linb[ya:yb, xa:xb], mask=comp)[:3][::-1]) * gains
         chroma = col / max(float(col.sum()), 1e-9)
-        near = self._nearest_previous({i: (None,) * 6 + (b.x, b.y)})
-        if i in near and self._reused(b, chroma, *near[i]):
+        near = self._nearest_previous(np.array([[b.x, b.y]]))
+        if near and self._reused(b, chroma, *near[0]):
             blobs.append(b)
             return
         self._read_blob(b, linb[ya:yb, xa:xb], s[ya:yb, xa:xb], comp, gains, face_level,
