@@ -9,10 +9,30 @@ hands). Each set-up's calibration comes from its own rendered ``calibration/`` f
 through a JPEG file and ``cv2.imread``. A rendered game sequence per set-up (hands
 between stable states) checks that no frame with a hand commits a state.
 
+Beside the official figures (which count every space the truth does not report occluded),
+three measurements say where the errors are (they change no figure above):
+
+* per set-up: the summary figures of each camera set-up (model, height, tilt);
+* visibility: from the true camera and the pieces exactly where the renderer put them
+  (:mod:`calibration.render.visibility`), how many pixels of every tower level, figure
+  and board square the frame shows. A level is *seen* with at least ``--min-visible-px``
+  pixels (default ``VISIBLE_MIN_PX``, at the bench's 1280x720 frames), a space when all
+  it holds is seen (every level of its tower, a figure's top, an empty space's square).
+  Block colour and per-space errors are split into seen and unseen, and the board is
+  judged on its seen spaces only (``board_exact_seen``: those right and none of them
+  reported occluded); also with *core* pixels (no edge-mixed pixel, see the module) and,
+  in the JSON, other thresholds; and the block colour error per bin of a level's pixels
+  (``LEVEL_BINS_PX``). From a camera nearly straight above, the lower levels of a tower
+  are hidden by the block above: what is unseen there no recogniser can read;
+* confidence: for each threshold tau of ``CONF_TAUS`` the share of the scored spaces
+  reported with ``cell_confidence >= tau`` and the per-space error among them, and the
+  error among those reported below ``LOW_CONF``: whether low confidence marks the
+  errors (issue 8: low confidence is reported, never silently rounded to an answer).
+
 Speed: ``Recognizer.process`` end to end (pose check, sampling, light balance, hands,
 scoring, motion gate) on decoded 1280x720 and 2304x1296 frames, one thread.
 
-Run: ``.venv/bin/python bench/vision_blox.py [--setups N] [--scenes-per-preset K] [--seed BASE]``
+Run: ``.venv/bin/python bench/vision_blox.py [--setups N] [--scenes-per-preset K] [--seed BASE] [--min-visible-px M]``
 (writes bench/results/vision_blox.json).
 """
 
@@ -41,11 +61,112 @@ from calibration.kit import load_kit  # noqa: E402
 from calibration.render import scene as sc  # noqa: E402
 from calibration.render import states as st  # noqa: E402
 from calibration.render.fixtures import render_sequence, write_scene, write_setup  # noqa: E402
+from calibration.render.visibility import BloxVisibility, blox_visibility, hands_from_json  # noqa: E402
 from vision.blox import Recognizer  # noqa: E402
 from vision.evaluate import Report, calibration_from_dir, evaluate_fixture  # noqa: E402
 
 BASE_SEED = 7_000_000  # final-evaluation seeds: never used while developing
 MODELS = ("cm3", "cm3-wide")
+# A tower level (figure, board square) is seen when the frame shows at least this many of
+# its pixels (1280x720 frames: a 28 mm block face is ~25-40 px wide, so 30 px is a strip
+# about one pixel tall across it).
+VISIBLE_MIN_PX = 30
+VISIBLE_CURVE_PX = (1, 10, 30, 100)  # the split at other thresholds (JSON only)
+CORE_MIN_PX = 10  # the same split on core pixels (no edge-mixed pixel): a 10-pixel patch of pure colour
+LEVEL_BINS_PX = (0, 1, 10, 30, 100, 300)  # block colour error per bin of a level's visible (or core) pixels
+CONF_TAUS = (0.5, 0.9)
+LOW_CONF = 0.5
+
+
+class Split:
+    """Errors and totals of the visibility and confidence measurements (name -> [errors, total])."""
+
+    def __init__(self) -> None:
+        self.m: dict[str, list[int]] = {}
+
+    def add(self, name: str, err: bool | int, total: int = 1) -> None:
+        cell = self.m.setdefault(name, [0, 0])
+        cell[0] += int(err)
+        cell[1] += total
+
+    def merge(self, other: "Split") -> None:
+        for k, (e, t) in other.m.items():
+            self.add(k, e, t)
+
+    def rate(self, name: str) -> float | None:
+        e, t = self.m.get(name, (0, 0))
+        return e / t if t else None
+
+    def to_json(self) -> dict:
+        return {k: {"errors": e, "total": t, "rate": (e / t if t else None)} for k, (e, t) in sorted(self.m.items())}
+
+
+def _bin_name(px: float) -> str:
+    lo = max(b for b in LEVEL_BINS_PX if px >= b)
+    hi = [b for b in LEVEL_BINS_PX if b > lo]
+    return f"{lo}-{hi[0]}px" if hi else f"{lo}+px"
+
+
+def _split_frame(split: Split, truth: dict, obs: dict, vis: BloxVisibility, min_px: float) -> None:
+    """Add one frame to the visibility and confidence tallies (the spaces ``score`` counts
+    for ``space``: seen by the truth and not reported occluded)."""
+    tcells, ocells = truth["state"]["cells"], obs["state"]["cells"]
+    conf = obs.get("cell_confidence")
+    tocc = {tuple(x) for x in truth.get("occluded", [])}
+    oocc = {tuple(x) for x in obs.get("occluded", [])}
+    criteria = [(f"{m}px", vis, m) for m in VISIBLE_CURVE_PX] + [(f"core{CORE_MIN_PX}px", vis.core, CORE_MIN_PX)]
+    if min_px not in VISIBLE_CURVE_PX:
+        criteria.append((f"{min_px:g}px", vis, min_px))
+    exact = {name: not tocc for name, _, _ in criteria}
+    seen_main = f"{min_px:g}px"
+    n = len(tcells)
+    for r in range(n):
+        for c in range(n):
+            if (r, c) in tocc:
+                continue
+            tv, ov = tcells[r][c], ocells[r][c]
+            for name, v, m in criteria:
+                seen = v.space_visible(r, c, m)
+                if (r, c) in oocc:
+                    exact[name] = exact[name] and not seen
+                    continue
+                wrong = tv != ov
+                split.add(f"space_{'seen' if seen else 'unseen'}@{name}", wrong)
+                if seen and wrong:
+                    exact[name] = False
+                if tv and "tower" in tv:
+                    ot = (ov or {}).get("tower") or []
+                    for i, col in enumerate(tv["tower"]):
+                        split.add(f"block_colour_{'seen' if v.levels[(r, c)][i] >= m else 'unseen'}@{name}",
+                                  i >= len(ot) or ot[i] != col)
+            if (r, c) not in oocc and tv and "tower" in tv:
+                ot = (ov or {}).get("tower") or []
+                for i, col in enumerate(tv["tower"]):
+                    bad = i >= len(ot) or ot[i] != col
+                    split.add(f"block_colour_bin{_bin_name(vis.levels[(r, c)][i])}", bad)
+                    split.add(f"block_colour_bin_core{_bin_name(vis.core.levels[(r, c)][i])}", bad)
+            if (r, c) in oocc or conf is None or conf[r][c] is None:
+                continue
+            wrong = tv != ov
+            p = float(conf[r][c])
+            for tau in CONF_TAUS:
+                split.add(f"conf>={tau:g}:share", p >= tau)
+                if p >= tau:
+                    split.add(f"conf>={tau:g}:space", wrong)
+                    if wrong:  # confident errors: on what the camera could not see?
+                        split.add(f"conf>={tau:g}:errors_on_unseen@{seen_main}", not vis.space_visible(r, c, min_px))
+                        split.add(f"conf>={tau:g}:errors_on_unseen@core{CORE_MIN_PX}px",
+                                  not vis.core.space_visible(r, c, CORE_MIN_PX))
+            if p < LOW_CONF:
+                split.add(f"conf<{LOW_CONF:g}:space", wrong)
+            # Honesty both ways: wrong readings reported low, unseen spaces reported low.
+            if wrong:
+                split.add(f"errors_conf<{LOW_CONF:g}", p < LOW_CONF)
+            split.add(f"conf<{LOW_CONF:g}_among_{'seen' if vis.space_visible(r, c, min_px) else 'unseen'}",
+                      p < LOW_CONF)
+    if truth.get("stable"):
+        for name, _, _ in criteria:
+            split.add(f"board_exact_seen@{name}", not exact[name])
 
 
 def _sequence_states(kit, rng: np.random.Generator, steps: int = 4) -> list[dict]:
@@ -65,10 +186,38 @@ def _sequence_states(kit, rng: np.random.Generator, steps: int = 4) -> list[dict
     return [{"state": s, "stable": True} for s in out]
 
 
-def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BASE_SEED) -> tuple[Report, list[dict]]:
+def _merge(dst: Report, src: Report, condition: str | None = None) -> None:
+    """Add ``src``'s figures to ``dst``; a sequence's (``condition`` given) all under that
+    name, its time and failures not (as the report has always counted them)."""
+    for cond, metrics in src.by_condition.items():
+        dst.add(condition or cond, {name: tuple(v) for name, v in metrics.items()})
+    dst.frames += src.frames
+    if condition is None:
+        dst.seconds += src.seconds
+        dst.failures += src.failures
+
+
+def _summary(tot: dict) -> dict:
+    def rate(name: str) -> float | None:
+        e, t = tot.get(name, (0, 0))
+        return e / t if t else None
+
+    return {
+        "per_space_error": rate("space"), "tower_height_exact": 1 - (rate("tower_height") or 0),
+        "board_exact_stable_frames": 1 - (rate("board_exact") or 0),
+        "committed_frames_with_hands": tot.get("commit_false", (0, 0))[0],
+        "block_colour_error": rate("block_colour"), "figure_colour_error": rate("figure_colour"),
+        "occlusion_missed": rate("occlusion_missed"), "occlusion_extra": rate("occlusion_extra"),
+    }
+
+
+def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BASE_SEED,
+             min_px: float = VISIBLE_MIN_PX) -> tuple[Report, list[dict], Split, list[Split]]:
     report = Report()
+    split = Split()
     seed = base_seed
     info = []
+    splits = []
     for k in range(setups):
         model = MODELS[k % len(MODELS)]
         seed += 1
@@ -77,6 +226,8 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
         write_setup(setup, sdir, seed, lens_frames=6)
         info.append({"setup": k, "model": model, "seed": seed, "height_mm": round(setup.height_mm, 1),
                      "tilt_deg": round(setup.tilt_deg, 1)})
+        per_setup = Report()
+        ssplit = Split()
         for preset in sc.PRESETS:
             states, conds, seeds = [], [], []
             for _ in range(per_preset):
@@ -85,18 +236,43 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
                 conds.append(sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit))
                 seeds.append(seed)
             fdir = write_scene(setup, states, conds, seeds, root / f"s{k}-{preset}", setup_dir=sdir)
-            evaluate_fixture(fdir, report)
+            sub = Report()
+            evaluate_fixture(fdir, sub, keep_details=True)
+            _merge(report, sub)
+            _merge(per_setup, sub)
+            for d in sub.details:
+                i = d["index"]
+                vis = blox_visibility(setup, states[i], seeds[i], hands=conds[i].hands)
+                _split_frame(ssplit, d["truth"], d["observation"], vis, min_px)
         seed += 1
-        seq = render_sequence(_sequence_states(kit, np.random.default_rng(seed)), setup, root / f"s{k}-sequence",
+        seq_states = _sequence_states(kit, np.random.default_rng(seed))
+        seq = render_sequence(seq_states, setup, root / f"s{k}-sequence",
                               seed, stable_frames=6, hand_frames=4, fps=4.0, setup_dir=sdir)
         # 6 still frames at 4 fps: 1.25 s still, so a 1.0 s gate can commit the last ones.
         sub = Report()
-        evaluate_fixture(seq, sub)
-        for cond, metrics in sub.by_condition.items():
-            report.add("sequence", {name: tuple(v) for name, v in metrics.items()})
-        report.frames += sub.frames
+        evaluate_fixture(seq, sub, keep_details=True)
+        _merge(report, sub, "sequence")
+        _merge(per_setup, sub, "sequence")
+        # render_sequence places the pieces of its i-th distinct state with layout seed
+        # seed * 10000 + i (the states given here are all distinct).
+        distinct = [row["state"] for row in seq_states]
+        frames_meta = json.loads((seq / "meta.json").read_text("utf-8"))["frames"]
+        cache: dict[tuple[int, str], BloxVisibility] = {}
+        for d in sub.details:
+            i = d["index"]
+            layout = seed * 10000 + distinct.index(d["truth"]["state"])
+            hands = frames_meta[i]["conditions"].get("hands", [])
+            key = (layout, json.dumps(hands))
+            if key not in cache:
+                cache[key] = blox_visibility(setup, d["truth"]["state"], frames_meta[i]["seed"], layout_seed=layout,
+                                             hands=hands_from_json(frames_meta[i]["conditions"]))
+            _split_frame(ssplit, d["truth"], d["observation"], cache[key], min_px)
+        split.merge(ssplit)
+        splits.append(ssplit)
+        info[-1]["summary"] = _summary(per_setup.totals())
+        info[-1]["accuracy"] = per_setup.to_json()["total"]
         print(f"set-up {k} ({model}, tilt {setup.tilt_deg:.0f} deg, height {setup.height_mm:.0f} mm) done", flush=True)
-    return report, info
+    return report, info, split, splits
 
 
 def speed(kit, root: Path, frames: int = 20, base_seed: int = BASE_SEED) -> dict:
@@ -138,6 +314,47 @@ def speed(kit, root: Path, frames: int = 20, base_seed: int = BASE_SEED) -> dict
     return out
 
 
+VISIBILITY_KEYS = ("space_", "block_colour_", "board_exact_seen")
+CONFIDENCE_KEYS = ("conf", "errors_conf")
+
+
+def _part(sp: Split, prefixes: tuple[str, ...]) -> dict:
+    return {k: v for k, v in sp.to_json().items() if k.startswith(prefixes)}
+
+
+def _pct(sp: Split, name: str) -> str:
+    e, t = sp.m.get(name, (0, 0))
+    return f"{100 * e / t:.2f}% ({e}/{t})" if t else "- (0/0)"
+
+
+def _visibility_line(sp: Split, m: str) -> str:
+    out = []
+    for metric in ("block_colour", "space"):
+        es = sp.m.get(f"{metric}_seen@{m}", (0, 0))[0]
+        eu = sp.m.get(f"{metric}_unseen@{m}", (0, 0))[0]
+        share = f"{100 * eu / (es + eu):.0f}%" if es + eu else "-"
+        out.append(f"{metric} seen {_pct(sp, f'{metric}_seen@{m}')}, unseen {_pct(sp, f'{metric}_unseen@{m}')}, "
+                   f"errors on unseen {share}")
+    e, t = sp.m.get(f"board_exact_seen@{m}", (0, 0))
+    out.append(f"board_exact_seen {1 - e / t:.4f} ({t - e}/{t})" if t else "board_exact_seen -")
+    return "; ".join(out)
+
+
+def _confidence_line(sp: Split, m: str) -> str:
+    out = []
+    for tau in CONF_TAUS:
+        e, t = sp.m.get(f"conf>={tau:g}:share", (0, 0))
+        out.append(f">={tau:g}: {100 * e / t:.1f}% of spaces, error {_pct(sp, f'conf>={tau:g}:space')}" if t
+                   else f">={tau:g}: -")
+    out.append(f"<{LOW_CONF:g}: error {_pct(sp, f'conf<{LOW_CONF:g}:space')}")
+    out.append(f"errors reported <{LOW_CONF:g}: {_pct(sp, f'errors_conf<{LOW_CONF:g}')}")
+    out.append(f"unseen spaces reported <{LOW_CONF:g}: {_pct(sp, f'conf<{LOW_CONF:g}_among_unseen')}")
+    tau = max(CONF_TAUS)
+    out.append(f"errors reported >={tau:g} on unseen spaces: {_pct(sp, f'conf>={tau:g}:errors_on_unseen@{m}')}, "
+               f"core<{CORE_MIN_PX}: {_pct(sp, f'conf>={tau:g}:errors_on_unseen@core{CORE_MIN_PX}px')}")
+    return "; ".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--setups", type=int, default=4)
@@ -148,6 +365,8 @@ def main() -> int:
     ap.add_argument("--out", default=None,
                     help="where to write the JSON (default bench/results/vision_blox.json); development runs "
                          "on other seeds should not overwrite the held-out figures")
+    ap.add_argument("--min-visible-px", type=float, default=VISIBLE_MIN_PX,
+                    help=f"pixels a tower level must show to count as seen (default {VISIBLE_MIN_PX}, 1280x720)")
     args = ap.parse_args()
     kit = load_kit()
     results: dict = {"base_seed": args.seed}
@@ -161,26 +380,44 @@ def main() -> int:
                   f"p90 {v['p90_ms']:.1f} ms wall, {v['p90_cpu_ms']:.1f} ms CPU "
                   f"(first frame with pose tables {v['first_frame_ms']:.0f} ms)")
         if not args.skip_accuracy:
-            report, info = accuracy(kit, root, args.setups, args.scenes_per_preset, args.seed)
+            report, info, split, splits = accuracy(kit, root, args.setups, args.scenes_per_preset, args.seed,
+                                                   args.min_visible_px)
             results["setups"] = info
             results["accuracy"] = report.to_json()
             print(report.format())
-            tot = report.totals()
-
-            def rate(name: str) -> float | None:
-                e, t = tot.get(name, (0, 0))
-                return e / t if t else None
-
-            summary = {
-                "per_space_error": rate("space"), "tower_height_exact": 1 - (rate("tower_height") or 0),
-                "board_exact_stable_frames": 1 - (rate("board_exact") or 0),
-                "committed_frames_with_hands": tot.get("commit_false", (0, 0))[0],
-                "block_colour_error": rate("block_colour"), "figure_colour_error": rate("figure_colour"),
-                "occlusion_missed": rate("occlusion_missed"), "occlusion_extra": rate("occlusion_extra"),
-            }
+            summary = _summary(report.totals())
             results["summary"] = summary
             print("summary: " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
                                           for k, v in summary.items()))
+            print("per set-up:")
+            for s_info in info:
+                sm = s_info["summary"]
+                print(f"  set-up {s_info['setup']} ({s_info['model']}, tilt {s_info['tilt_deg']:.1f} deg, height "
+                      f"{s_info['height_mm']:.0f} mm): " + ", ".join(
+                          f"{k} {sm[k]:.4f}" for k in ("per_space_error", "tower_height_exact",
+                                                       "board_exact_stable_frames", "block_colour_error",
+                                                       "figure_colour_error") if sm[k] is not None))
+            m = f"{args.min_visible_px:g}px"
+            results["visibility"] = {"min_visible_px": args.min_visible_px, "core_min_px": CORE_MIN_PX,
+                                     "curve_px": list(VISIBLE_CURVE_PX), "frame_size": [1280, 720],
+                                     "split": _part(split, VISIBILITY_KEYS)}
+            for s_info, ssplit in zip(info, splits):
+                s_info["visibility"] = _part(ssplit, VISIBILITY_KEYS)
+            print(f"visibility (true camera and piece placement; seen = at least {args.min_visible_px:g} px of "
+                  f"1280x720; official figures above count all):")
+            for label, sp in [("all", split)] + [(f"set-up {i['setup']} (tilt {i['tilt_deg']:.0f})", x)
+                                                 for i, x in zip(info, splits)]:
+                print(f"  {label}: " + _visibility_line(sp, m))
+            print(f"  all, core pixels >= {CORE_MIN_PX}: " + _visibility_line(split, f"core{CORE_MIN_PX}px"))
+            for kind, label in (("", "visible"), ("_core", "core")):
+                print(f"  block colour error by the level's {label} pixels: " + ", ".join(
+                    f"{_bin_name(b)} {_pct(split, f'block_colour_bin{kind}{_bin_name(b)}')}" for b in LEVEL_BINS_PX))
+            results["confidence"] = {"taus": list(CONF_TAUS), "low": LOW_CONF, "split": _part(split, CONFIDENCE_KEYS)}
+            for s_info, ssplit in zip(info, splits):
+                s_info["confidence"] = _part(ssplit, CONFIDENCE_KEYS)
+            print("confidence (cell_confidence of the scored spaces):")
+            for label, sp in [("all", split)] + [(f"set-up {i['setup']}", x) for i, x in zip(info, splits)]:
+                print(f"  {label}: " + _confidence_line(sp, m))
     out = Path(args.out) if args.out else ROOT / "bench" / "results" / "vision_blox.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
