@@ -118,6 +118,34 @@ def test_colour_and_shape_disagreement_is_reported(rendered_setup) -> None:
     assert obs["confidence"] <= 0.3
 
 
+@pytest.mark.parametrize(("colour_dist", "reported"), [(0.05, True), (0.19, False)])
+def test_a_disagreement_is_a_misprint_only_when_the_colour_is_sure_too(rendered_setup, monkeypatch,
+                                                                         colour_dist: float, reported: bool) -> None:
+    """R-BLOXO-1: a clear cross outline in a quadrant read "yellow" is reported as a
+    disagreement when the colour is near the surveyed yellow; when it lies farther than
+    UNSURE_COLOUR_DIST from every printed colour (a blob grown into something beside
+    it) it is no evidence of a misprint: the card is occluded, not reported."""
+    from vision.bloxo import UNSURE_COLOUR_DIST
+    from vision.cards import Blob, Card, CardsResult
+
+    assert (colour_dist > UNSURE_COLOUR_DIST) != reported
+    setup, cal = rendered_setup
+    image, _ = _render(setup, {"cards": [{"at": [0, 0], "quadrants": [["blue", "cross"]] * 4}]}, "neutral", 9_152)
+    rec = Recognizer(cal)
+    quads = [Blob(0.0, 0.0, 400.0, colour="blue", colour_dist=0.02, colour_margin=0.5, shape="cross",
+                  shape_dist=0.05, shape_margin=0.2) for _ in range(3)]
+    quads.append(Blob(0.0, 0.0, 400.0, colour="yellow", colour_dist=colour_dist, colour_margin=0.09, shape="cross",
+                      shape_dist=0.1, shape_margin=0.14))
+    card = Card(centre=tuple(float(v) for v in rec.reader.origin), rotation_deg=0.0, quads=quads, at=(0, 0))
+    monkeypatch.setattr(rec.reader, "read", lambda frame, grey=None: CardsResult([card], [], {}, quads))
+    obs = rec.process(image, 0.0, 0)
+    if reported:
+        assert obs["state"]["cards"][0]["disagreements"] == [{"quadrant": 3, "color": "yellow", "shape": "cross"}]
+        assert obs["state"]["cards"][0]["quadrants"][3] == ["yellow", None] and obs["occluded"] == []
+    else:
+        assert obs["state"]["cards"] == [] and obs["occluded"] == [[0, 0]]
+
+
 def test_overlay_draws_on_a_copy(rendered_setup) -> None:
     setup, cal = rendered_setup
     state = st.bloxo_state(KIT, np.random.default_rng(9_151), cards=4)
@@ -630,6 +658,85 @@ def test_blur_estimated_on_every_other_rotation_keeps_the_blurs_of_all_rotations
     every_other = np.flatnonzero((np.arange(len(t.classes)) - first) % 2 == 0)
     assert 0 < len(every_other) < len(t.classes)
     assert np.array_equal(t._coarse, t.T[:, every_other].reshape(-1, t.T.shape[2]))
+
+
+def _blurred_shape(name: str, blur: tuple, centre: tuple[float, float] = (60.0, 60.0)) -> np.ndarray:
+    """A brightness image (1 px/mm, face 0, shape 1) of the kit's shape ``name`` drawn
+    as its ideal outline, turned 17 degrees, with bare table (0.8) from 16.5 mm left of
+    its centre (a card's edge), blurred by one of the candidate blurs."""
+    import math
+
+    import cv2
+
+    from vision.cards import _apply_blur, ideal_outline
+
+    hi, size = 8, 120
+    big = np.zeros((size * hi, size * hi), np.float32)
+    a = math.radians(17.0)
+    rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+    polys = [np.round(((p @ rot.T) * hi + np.array(centre) * hi + (hi / 2 - 0.5)) * 16).astype(np.int32)
+             for p in ideal_outline(name, KIT.bloxo.shape_mm / 2)]
+    cv2.fillPoly(big, polys, 1.0, cv2.LINE_AA, 4)
+    big[:, : int((centre[0] - 16.5) * hi)] = 0.8
+    return _apply_blur(cv2.resize(big, (size, size), interpolation=cv2.INTER_AREA), *blur)
+
+
+@pytest.mark.parametrize("blur_index", [3, 4, 13, 19])  # defocus 1.65 and 2.1 mm, motion 5 and 7 mm
+def test_a_shape_off_its_blobs_centre_is_read_on_a_second_look(blur_index: int) -> None:
+    """A blob's centroid 5 mm off its shape's centre (blur joined table beyond the card's
+    edge to it): the first look (the patch re-centred only by small offsets) reads a
+    blurred cross, star or circle as another name or doubtfully (below DOUBT_MARGIN:
+    left unread); the second look (ShapeTemplates.look_again, each name at its own best
+    place) reads every name right, clearly, whatever the blur. It sees only the
+    outline: the same search for every name, no colour."""
+    from vision.cards import COARSE_PPM, CardReader, shape_templates
+
+    names = tuple(sorted(set(KIT.bloxo.shapes.values())))
+    t = shape_templates(names, float(KIT.bloxo.shape_mm), COARSE_PPM)
+    blurs = np.array([blur_index])
+    doubtful_first = 0
+    for name in names:
+        s = _blurred_shape(name, t.blurs[blur_index])
+        centre = np.array([60.0 + 3.5, 60.0 - 4.0])
+        first = t.scores(t.patches(s, centre[None], np.array([1.0]), np.array([0.0])), blurs)[0]
+        got, _, margin = t.readings(first[None])[0]
+        doubtful_first += got != name or margin < CardReader.DOUBT_MARGIN
+        again = np.maximum(first, t.look_again(s, centre, 1.0, 0.0, blurs))
+        got, score_, margin = t.readings(again[None])[0]
+        assert got == name and score_ > 0.95 and margin > CardReader.DOUBT_MARGIN, (name, got, score_, margin)
+    assert doubtful_first >= 2
+
+
+def test_second_look_only_for_doubtful_shapes_and_never_toward_the_colour(monkeypatch) -> None:
+    """_read_shapes looks again only at shapes that fit poorly, by a small margin, or
+    against their colour (R-BLOXO-1); the second look is given the outline's patch
+    and the frame's blur, not the colour: a blue shape and a pink one at the same
+    place with the same outline read the same."""
+    from vision.cards import COARSE_PPM, Blob, CardReader, ShapeTemplates, shape_templates
+
+    names = tuple(sorted(set(KIT.bloxo.shapes.values())))
+    looked: list[tuple] = []
+    real = ShapeTemplates.look_again
+
+    def spy(self, s, centre, top, bottom, blurs):
+        looked.append(tuple(centre))
+        return real(self, s, centre, top, bottom, blurs)
+
+    monkeypatch.setattr(ShapeTemplates, "look_again", spy)
+    reader = CardReader.__new__(CardReader)  # (a bare reader: only what _read_shapes uses)
+    reader.shapes = shape_templates(names, float(KIT.bloxo.shape_mm), COARSE_PPM)
+    reader.expected_shape = dict(KIT.bloxo.shapes)
+    reader.blur_choice = None
+    s = np.hstack([_blurred_shape("cross", reader.shapes.blurs[13]), _blurred_shape("cross", reader.shapes.blurs[13]),
+                   _blurred_shape("cross", reader.shapes.blurs[13])])
+    blobs = [Blob(0, 0, 400.0, colour="blue"), Blob(0, 0, 400.0, colour="pink"), Blob(0, 0, 400.0, colour="blue")]
+    # the first two 5 mm off their shape's centre, the third on it
+    reader._pending = [(blobs[0], (63.5, 56.0), 1.0, 0.0), (blobs[1], (120 + 63.5, 56.0), 1.0, 0.0),
+                       (blobs[2], (240 + 60.0, 60.0), 1.0, 0.0)]
+    reader._read_shapes(s)
+    assert [b.shape for b in blobs] == ["cross"] * 3
+    assert blobs[0].shape_margin == pytest.approx(blobs[1].shape_margin, abs=1e-6)
+    assert looked[:2] == [(63.5, 56.0), (183.5, 56.0)] and len(looked) == 2
 
 
 def test_chromaticity_distance_plane_by_plane_is_the_norm_of_the_merged_image() -> None:

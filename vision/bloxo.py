@@ -14,8 +14,9 @@ Extra fields (documented additions to the observation format):
   ``{"quadrant": k, "color": c, "shape": s}``; such a quadrant is reported as
   ``[colour, null]`` (shape unread), never with a shape that contradicts R-BLOXO-1;
   an outline that fits the other shape only barely better (correlation margin below
-  ``UNSURE_SHAPE_MARGIN``: a thin star under strong defocus) is no evidence of a
-  misprint: its card is occluded instead;
+  ``UNSURE_SHAPE_MARGIN``: a thin star under strong defocus), or whose colour lies
+  farther than ``UNSURE_COLOUR_DIST`` from every surveyed colour (a blob blur has
+  joined to something else), is no evidence of a misprint: its card is occluded instead;
 * ``state.misplaced``: cards far off the grid or lying on another card:
   ``{"near": [x, y], "why": "off-grid" | "on-top", "covers": [[x, y], ...],
   "offset_mm", "rotation_deg", "quadrants"}``. The grid positions they cover are also
@@ -49,6 +50,11 @@ QUADRANT_OFFSETS = ((-1, -1), (1, -1), (1, 1), (-1, 1))  # NW, NE, SE, SW (x rig
 # of 0.002 to 0.01; a real misprint (a pink star, rendered) reads by 0.14 in neutral
 # light and by 0.03 or more under defocus or motion blur.
 UNSURE_SHAPE_MARGIN = 0.015
+# Chromaticity distance (see vision.cards.ColourRefs) beyond which a quadrant's colour
+# is no evidence either: where vision.cards.Blob.confidence's colour factor reaches 0.
+# A dev scene's blue cross whose blob had grown into yellow beside it (967 mm2, a
+# shape is under 600) read "yellow" at 0.19, its outline a clear cross.
+UNSURE_COLOUR_DIST = 0.18
 
 
 class Recognizer:
@@ -70,6 +76,7 @@ class Recognizer:
         # a disagreement between colour and outline (R-BLOXO-1) is reported only when the
         # outline's best shape beats the next one by at least this correlation margin
         self.unsure_margin = UNSURE_SHAPE_MARGIN
+        self.unsure_colour = UNSURE_COLOUR_DIST  # (likewise for the colour's distance)
         self._known: dict[tuple[int, int], list] = {}  # last stable cards, for cards under a hand
         self.last: CardsResult | None = None
 
@@ -102,12 +109,13 @@ class Recognizer:
             disagree = entry.get("disagreements", [])
             if disagree and (res.foreign_at(c.centre[0], c.centre[1], 1.5 * half) > 0
                              or res.foreign_at(c.centre[0], c.centre[1], 1.5 * half, "glare") > 0
-                             or min(c.quads[d["quadrant"]].shape_margin for d in disagree) < self.unsure_margin):
+                             or min(c.quads[d["quadrant"]].shape_margin for d in disagree) < self.unsure_margin
+                             or max(c.quads[d["quadrant"]].colour_dist for d in disagree) > self.unsure_colour):
                 # colour and outline disagree next to a hand or a glare spot: something
                 # over the print, not a misprint (R-BLOXO-1); or the outline fits the
                 # other shape barely better than the colour's own (a thin star under
-                # strong defocus): unreadable, no evidence of a misprint. The card is
-                # occluded, not guessed.
+                # strong defocus), or the colour is far from every printed one:
+                # unreadable, no evidence of a misprint. The card is occluded, not guessed.
                 occluded.add(c.at)  # type: ignore[arg-type]
                 continue
             cards.append(entry)
