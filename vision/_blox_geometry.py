@@ -10,11 +10,16 @@ blocks, a figure) the ray through each probe is cast against that hypothesis's s
 coloured top; the clear figure body lets the space show through) and the probe gets a
 *label*: what it would see. Probes near an edge between two surfaces, by less than
 the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
-placement jitter never decides anything.
+placement jitter never decides anything; the board probes a tower's footprint,
+grown by that offset and rotation, may hide show the square or something unknown
+(``OWN_EDGE``: whichever costs less).
 A side face seen at a grazing angle moves far in the image when its block sits off
 centre: a side probe whose ray would leave its level's face if the face moved
 ``SIDE_TOL`` mm along its normal gets the small weight ``WEAK_SIDE_WEIGHT`` (``e_w``);
-every other entry weighs 1. Such a weak probe near an edge between two levels sees
+so does one that lies less than ``SIDE_MARGIN_PX`` image pixels from its level's top or
+bottom edge (seen at a grazing angle a level is a band a few pixels tall, and blur,
+the lens and JPEG mix the next level's colour into its edges); every other entry
+weighs 1. Such a weak probe near an edge between two levels sees
 the level across that edge when a block sits a little off (``e_alt``): the recogniser
 scores it as telling the colour of one of the two levels.
 
@@ -41,9 +46,11 @@ from calibration.kit import Kit
 from vision.board import BoardView
 
 # Probe sources: what a probe's colour is compared with under a hypothesis. TABLE: the
-# table beyond the board's edge (a piece near the far edge is seen against it).
-UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE = range(9)
-N_SRC = 9
+# table beyond the board's edge (a piece near the far edge is seen against it). OWN_EDGE:
+# the cell's square where the tower's blocks may reach when they sit off centre (the
+# square, or something unknown: whichever explains the probe better).
+UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE, OWN_EDGE = range(10)
+N_SRC = 10
 # Which other level a side probe may see when the blocks sit off their nominal places
 # (``e_alt``): none (its face is robust, or the edge it is near is the board's or the
 # same block's top face), the level below, the level above.
@@ -59,6 +66,10 @@ N_HYP = 7
 #: how far (mm, along its normal) a block's side face may sit from its nominal place
 #: without a side probe seeing another level (placement jitter, table-kit.md)
 SIDE_TOL = 1.0
+#: how far (image pixels) a side probe must lie from its level's top and bottom edges to
+#: count in full (dev scenes: confident misreadings of clearly visible levels came from
+#: probes closer than this to the next level, their colour mixed by blur and JPEG)
+SIDE_MARGIN_PX = 2.0
 WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
 
 
@@ -174,10 +185,12 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
     return view.project(np.array(pts, float))
 
 
-def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None) -> BloxGeometry:
+def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None,
+          side_margin_px: float | None = None) -> BloxGeometry:
     kit: Kit = view.kit
     b = kit.blox
     side_tol = SIDE_TOL if side_tol is None else side_tol
+    side_margin_px = SIDE_MARGIN_PX if side_margin_px is None else side_margin_px
     n, s = b.spaces, b.space_mm
     half = b.block.footprint_mm / 2
     bh = b.block.height_mm
@@ -235,7 +248,13 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 tchip, part = _hit_cyl(C, d, cx, cy, chip_r, -h * bh - chip_t, -h * bh)
                 chip_first = tchip < np.minimum(tbox, tb)
                 box_first = ~chip_first & (tbox < tb)
-                # Anything the solid hides from the board is no longer the board.
+                # Anything the solid hides from the board is no longer the board. What it
+                # may hide when its blocks sit off centre (the footprint grown by the kit's
+                # offset and turn) is the square or something unknown (OWN_EDGE): else a
+                # block a little off, covering a strip of the square the nominal solid
+                # leaves free, would argue for a taller tower, whose larger image covers it.
+                tgrow, _ = _hit_box(C, d, cx, cy, infl, -h * bh)
+                src[(tgrow < tb) & own] = OWN_EDGE
                 src[chip_first | box_first] = UNKNOWN
                 grp[chip_first | box_first] = G_UNKNOWN
                 pch = C[None] + d * np.where(np.isfinite(tchip), tchip, 0)[:, None]
@@ -260,6 +279,14 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 # robust probe sees, at the low confidence such a reading deserves.
                 robust = np.minimum(within, bh - within) * k_n >= side_tol
                 side = box_first & (face > 0) & (lateral <= half - m_edge) & (within >= 2.0) & (within <= bh - 2.0)
+                # Nor are those near a level's edge in the image: seen at a grazing angle a
+                # level is a band a few pixels tall, and blur mixes the next level into it.
+                px_per_mm = np.zeros(N)  # image shift of a point moved 1 mm up its face
+                i = np.nonzero(side)[0]
+                if len(i):
+                    up = view.project(pbx[i] - [0.0, 0.0, 1.0]) - view.project(pbx[i])
+                    px_per_mm[i] = np.hypot(up[:, 0], up[:, 1])
+                robust &= np.minimum(within, bh - within) * px_per_mm >= side_margin_px
                 wts = np.where(side & ~robust, np.float32(WEAK_SIDE_WEIGHT), np.float32(1.0)).astype(np.float32)
                 src[side] = BLK_SIDE
                 grp[side] = G_LEVEL0 + level[side] - 1
@@ -434,3 +461,32 @@ def chip_radius_in_plane(view: BoardView, h_plane: int, h: np.ndarray) -> np.nda
     z_plane = -(h_plane * b.block.height_mm + b.chip.thickness_mm)
     z_chip = -(np.asarray(h, float) * b.block.height_mm + b.chip.thickness_mm)
     return b.chip.diameter_mm / 2 * (z_plane - cz) / (z_chip - cz)
+
+
+#: the chip's print (see :func:`chip_print_pixels`) is sampled every this many mm of the chip's top
+PRINT_STEP_MM = 0.4
+
+
+def print_window_mm(kit: Kit) -> float:
+    """Radius (mm) of the disc read for the chip's printed value around the cell's centre:
+    inside the chip however far the top block (and the chip on it) sits off centre (the
+    kit's block offset), with half a millimetre to spare for the rim's blur."""
+    b = kit.blox
+    return b.chip.diameter_mm / 2 - b.block.max_offset_mm - 0.5
+
+
+def chip_print_pixels(view: BoardView, r: int, c: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Image pixels (n, n, 2) of a square grid in the plane of the chip top of a tower of
+    ``h`` blocks on cell (r, c), centred on the cell, rows along +y (toward the near
+    edge), columns along +x, every ``PRINT_STEP_MM``; and the mask (n, n) of the grid's
+    points within :func:`print_window_mm` of the centre (on the chip, clear of its rim).
+    Sampling the frame there rectifies the chip's top: its printed value seen from
+    straight above."""
+    b = view.kit.blox
+    s = b.space_mm
+    w = print_window_mm(view.kit)
+    u = np.arange(-w, w + 1e-6, PRINT_STEP_MM)
+    ux, uy = np.meshgrid(u, u)
+    z = -(h * b.block.height_mm + b.chip.thickness_mm)
+    pts = np.stack([(c + 0.5) * s + ux.ravel(), (r + 0.5) * s + uy.ravel(), np.full(ux.size, z)], 1)
+    return view.project(pts).reshape(*ux.shape, 2).astype(np.float32), np.hypot(ux, uy) <= w

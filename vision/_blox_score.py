@@ -33,13 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from vision._blox_geometry import (ALT_DOWN, ALT_UP, BLK_SIDE, CHIP, G_CHIP, G_LEVEL0, G_OWN, G_UNKNOWN, N_GTYPES,
-                                   N_HYP, N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN, WEAK_SIDE_WEIGHT, BloxGeometry)
+                                   N_HYP, N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, UNKNOWN, WEAK_SIDE_WEIGHT,
+                                   BloxGeometry)
 
 #: table blocks beyond the sources: weak side probes, and the pair entries' weights
 WEAK, PAIR_COUNT = N_SRC, N_SRC + 1
 N_BLOCKS = N_SRC + 2
 #: sources with one candidate colour, and the groups that read only them
-SINGLE_SOURCES = (UNKNOWN, OWN, CHIP, OWN_BODY, TABLE)
+SINGLE_SOURCES = (UNKNOWN, OWN, CHIP, OWN_BODY, TABLE, OWN_EDGE)
 SINGLE_GROUPS = (G_UNKNOWN, G_OWN, G_CHIP)
 
 

@@ -33,8 +33,13 @@ How a frame is read (issue 8):
    its colour measured around the board this frame: the table is no piece, and a
    piece is seen against it. From a camera nearly straight above a tower shows almost
    none of its side faces and its top face moves less than the blocks' jitter from one
-   height to the next: there the chip's radius, fitted to its rim in the image and
-   compared with the radius each height predicts, decides (``_chip_rim_costs``).
+   height to the next: there the chip's printed value, which the rules make the
+   tower's height, is read (``_chip_print_costs``), and the chip's radius, fitted to its
+   rim in the image, is compared with the radius each height predicts
+   (``_chip_rim_costs``). A board probe the tower's blocks may cover when they sit off
+   centre (the kit's offset and turn) costs under a tower hypothesis at most what a probe
+   of unknown prediction costs: else a block a little off would argue for a taller
+   tower, whose larger image covers it.
    Each free colour choice of a
    hypothesis (a figure, every tower level) costs a little too, so that a cell with
    little visible evidence does not become a piece by fitting noise.
@@ -92,9 +97,10 @@ from vision import _blox_geometry as geo_mod
 from vision import _blox_score as score_mod
 from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
                                    G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
-                                   N_SRC, OWN, OWN_BODY, TABLE, UNKNOWN, BloxGeometry)
+                                   N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, UNKNOWN, BloxGeometry)
 from vision.board import BoardView
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
+from vision.glyphs import INK_THRESHOLD, GlyphBank, normalise_ink
 from vision.hands import HandDetector
 from vision.motion import StabilityGate, lores_grey
 
@@ -135,6 +141,13 @@ RIM_MAX_CHI2 = 16.0  # one frame's radius argues against a height by at most thi
 # Only towers seen this close to straight down (their axis against the camera's) are
 # measured: farther out their side faces show the height, and a nearer piece may cut the chip.
 RIM_MAX_VIEW_DEG = 15.0
+# The chip's printed value (see Recognizer._chip_print_costs): the rules put on a tower
+# a chip whose value is the tower's height (blox.txt, set-up and building).
+PRINT_MAX_VIEW_DEG = 15.0  # towers seen this close to straight down have their chip read (the cue they lack)
+PRINT_MIN_INK = 0.3  # the print must be this much darker than the chip (1 - luminance ratio) to be read
+PRINT_MIN_SCORE = 0.6  # a print matches the best digit at least this well (normalised correlation) ...
+PRINT_FULL_MARGIN = 0.05  # ... and a height whose digit matches this much worse costs PRINT_COST in full
+PRINT_COST = 24.0  # (probe cost units: as much as the chip's radius can argue, TEMPERATURE * RIM_MAX_CHI2 / 2)
 PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior when this many spaces agreed (no hand)
 
 
@@ -211,6 +224,9 @@ class Recognizer:
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None
         self._rim_cache: tuple[int, dict] | None = None  # chip-rim profile pixels per (cell, height), per pose
+        self._print_cache: tuple[int, dict] | None = None  # chip-print grid pixels per (cell, height), per pose
+        self._digits: GlyphBank | None = None  # the chips' values 1..max_tower, built when first needed
+        self._digit_index: list[int] = []  # their classes in the bank
         self._lores_roi: tuple[int, np.ndarray] | None = None
         self.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
         self.edition = edition
@@ -294,6 +310,10 @@ class Recognizer:
             glare2 = _glare_sqdist(lin_n[wp], self._space_lin_flat[g.cell[wp]], lab_top[wp])
             own2[worse] = np.minimum(own2[worse], glare2 + price)
         ix.fill(T, OWN, self._cost2(own2))
+        # Where a tower's blocks may reach when they sit off centre: the square, or
+        # something unknown (a block a little off), whichever explains the probe better.
+        edge_p = sp[OWN_EDGE]  # a subset of the own-square probes
+        ix.fill(T, OWN_EDGE, np.minimum(self._cost2(own2[np.searchsorted(own_p, edge_p)]), np.float32(UNKNOWN_COST)))
         body_p = sp[OWN_BODY]  # a subset of the own-square probes
         ix.fill(T, OWN_BODY, self._cost2(own2[np.searchsorted(own_p, body_p)], SIGMA_BODY))
         # Figures are compared with the kit's nominal colours: a looser scale.
@@ -500,10 +520,8 @@ class Recognizer:
         n = self.n
         extra = np.zeros((n * n, N_HYP))
         cam = self.view.camera_position()
-        s = self.kit.blox.space_mm
-        centres = (np.stack(np.divmod(np.arange(n * n), n), 1)[:, ::-1] + 0.5) * s  # (x, y) per cell
-        steep = np.hypot(*(centres - cam[:2]).T) <= -cam[2] * np.tan(np.radians(RIM_MAX_VIEW_DEG))
-        cells = np.nonzero((decision >= 1) & (decision <= 5) & ~blocked & steep)[0]
+        centres = self._cell_centres_mm()
+        cells = self._steep_towers(decision, blocked, RIM_MAX_VIEW_DEG)
         if not len(cells):
             return extra
         key = self.view.version
@@ -538,6 +556,99 @@ class Recognizer:
             pred = geo_mod.chip_radius_in_plane(self.view, int(decision[k]), heights)
             chi2 = np.minimum(((radius[i] - pred) / sigma[i]) ** 2, RIM_MAX_CHI2)
             extra[k, 1:6] = TEMPERATURE * (chi2 - chi2.min()) / 2
+        return extra
+
+    def _cell_centres_mm(self) -> np.ndarray:
+        """Board-frame (x, y) mm of every cell's centre (n*n, 2)."""
+        n, s = self.n, self.kit.blox.space_mm
+        return (np.stack(np.divmod(np.arange(n * n), n), 1)[:, ::-1] + 0.5) * s
+
+    def _steep_towers(self, decision: np.ndarray, blocked: np.ndarray, max_deg: float) -> np.ndarray:
+        """Cells read as towers (``decision`` 1..5), not ``blocked`` by a hand, seen within
+        ``max_deg`` of straight down (their axis against the camera's ray)."""
+        cam = self.view.camera_position()
+        steep = np.hypot(*(self._cell_centres_mm() - cam[:2]).T) <= -cam[2] * np.tan(np.radians(max_deg))
+        return np.nonzero((decision >= 1) & (decision <= 5) & ~blocked & steep)[0]
+
+    def _chip_print_costs(self, frame_bgr: np.ndarray, decision: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+        """Extra hypothesis costs (cells, N_HYP) from the value printed on the tower's chip.
+
+        The rules put on every tower a chip whose value is the tower's height (blox.txt:
+        set-up, building; the kit's chip carries it as dark print). From a camera nearly
+        straight above, where the side faces show little of the height, the chip is
+        seen face-on: for every cell read as a tower (not ``blocked`` by a hand, seen
+        within ``PRINT_MAX_VIEW_DEG`` of straight down) the chip's top is rectified
+        (:func:`vision._blox_geometry.chip_print_pixels`, in the plane of the read
+        height's chip: another height's plane differs by a scale of a few percent,
+        which the matching ignores), its ink taken relative to the chip's own colour
+        (the brighter quarter of the window), and matched against the digits 1 to the
+        kit's tallest tower (:class:`vision.glyphs.GlyphBank`: position and size
+        normalised; the print upright as seen from any side of the table, the four
+        turns). A print that matches its best digit at ``PRINT_MIN_SCORE`` or better
+        makes each other height cost up to ``PRINT_COST``, in proportion to how much
+        worse its digit matches (full at ``PRINT_FULL_MARGIN``), and a figure the full
+        cost (a figure's top has no print; a cell read as a figure is read too, in the
+        plane of the tower whose chip top is nearest the figure's top, since from above a
+        chip on a pale block may pass for a yellow figure's top seen through its clear
+        body); no print, too little contrast (``PRINT_MIN_INK``: a hand, glare, a figure's
+        plain top) or a poor match: no cost."""
+        n = self.n
+        extra = np.zeros((n * n, N_HYP))
+        # A cell read as a figure may be a tower whose chip passes for a figure's top (a
+        # yellow one, seen from above): it is read in the plane of the tower height
+        # whose chip top is nearest the figure's top.
+        b = self.kit.blox
+        fig_plane = int(np.argmin([abs(h * b.block.height_mm + b.chip.thickness_mm - b.figure.height_mm)
+                                   for h in range(1, FIGURE)])) + 1
+        plane = np.where(decision == FIGURE, fig_plane, decision)
+        cells = self._steep_towers(plane, blocked, PRINT_MAX_VIEW_DEG)
+        if not len(cells):
+            return extra
+        key = self.view.version
+        if self._print_cache is None or self._print_cache[0] != key:
+            self._print_cache = (key, {})
+        cache = self._print_cache[1]
+        W, H = frame_bgr.shape[1], frame_bgr.shape[0]
+        pix, inside = [], []
+        for k in cells:
+            ck = (int(k), int(plane[k]))
+            if ck not in cache:
+                grid, _ = geo_mod.chip_print_pixels(self.view, int(k) // n, int(k) % n, int(plane[k]))
+                cache[ck] = (grid, bool(np.all((grid >= 0) & (grid <= [W - 1, H - 1]))))
+            pix.append(cache[ck][0])
+            inside.append(cache[ck][1])
+        if "window" not in cache:
+            cache["window"] = geo_mod.chip_print_pixels(self.view, 0, 0, 1)[1]
+        window = cache["window"]
+        pix_a = np.stack(pix)  # (cells, m, m, 2)
+        rows = pix_a.reshape(len(cells), -1, 2)
+        lin = _bytes_to_linear(cv2.remap(frame_bgr, np.ascontiguousarray(rows[..., 0]), np.ascontiguousarray(rows[..., 1]),
+                                         cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0).reshape(-1, 3))
+        lum = luminance(lin).reshape(pix_a.shape[:3])
+        paper = np.percentile(lum[:, window], 75, axis=1)
+        ink = np.clip(1 - lum / np.maximum(paper, 1e-6)[:, None, None], 0, 1) * window
+        depth = ink.max(axis=(1, 2))
+        canvases, owner = [], []
+        for i in np.nonzero(np.array(inside) & (depth >= PRINT_MIN_INK))[0]:
+            canvas = normalise_ink((ink[i] / depth[i]).astype(np.float32), INK_THRESHOLD)
+            if canvas is not None:
+                canvases.append(canvas)
+                owner.append(i)
+        if not canvases:
+            return extra
+        if self._digits is None:
+            self._digits = GlyphBank([], letters=(), digits=tuple(str(h) for h in range(1, FIGURE)))
+            self._digit_index = [self._digits.names.index(str(h)) for h in range(1, FIGURE)]
+        # The four turns of each print (its box turns with it; the canvas is square).
+        C = np.array(canvases)
+        turns = np.stack([np.rot90(C, t, axes=(1, 2)) for t in range(4)], axis=1).reshape(-1, *C.shape[1:])
+        per = self._digits.scores(turns)[:, self._digit_index]
+        per = per.reshape(len(owner), 4, -1).max(axis=1)  # each digit at its best turn
+        best = per.max(axis=1)
+        for i, p, top in zip(owner, per, best):
+            if top >= PRINT_MIN_SCORE:
+                extra[cells[i], 1:FIGURE] = PRINT_COST * np.clip((top - p) / PRINT_FULL_MARGIN, 0, 1)
+                extra[cells[i], FIGURE] = PRINT_COST  # a printed chip is no figure
         return extra
 
     # ------------------------------------------------------------------ process
@@ -589,13 +700,15 @@ class Recognizer:
                 # The side faces' shading changed (new light, first frame): read again with it.
                 self._learnt_costs(Q, lab_top, lin_n, g)
                 decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
-        rim = self._chip_rim_costs(frame_bgr, decision, hand_cells)
-        if rim.any():
-            if np.array_equal(np.argmin(cost + rim, axis=1), decision):
-                cost = cost + rim
+        # What the chip shows: its radius (the scale of a tower's top) and its printed value.
+        chip = self._chip_rim_costs(frame_bgr, decision, hand_cells) + self._chip_print_costs(frame_bgr, decision,
+                                                                                             hand_cells)
+        if chip.any():
+            if np.array_equal(np.argmin(cost + chip, axis=1), decision):
+                cost = cost + chip
             else:  # a height changes: what the new solid hides changes too
                 # The probes' costs are unchanged: the first round's scores are reused.
-                decision, visible, cost, S, cnt, P, _ = self._decide(Q, seen, hand_cells, g, rim, first)
+                decision, visible, cost, S, cnt, P, _ = self._decide(Q, seen, hand_cells, g, chip, first)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
         # Hands: cells under a hand, or whose evidence a hand hides, are not read.
