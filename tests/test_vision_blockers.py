@@ -522,3 +522,30 @@ def test_a_tile_printed_nearer_the_paper_than_its_own_colour_is_still_a_tile() -
     m = score({"state": state, "occluded": []}, obs)
     assert m["tile_color"] == (0, 81) and m["face_wrong"][0] == 0, m
     assert obs["stable"] is True
+
+
+def test_a_hand_reaches_through_the_doubtful_spaces_next_to_it() -> None:
+    """Skin near a tile's colour escapes the hand's pixel test and reads as a tile with
+    no legible print or a colour that fits nothing well: next to a hand such spaces are
+    the hand (occluded), as far as they reach, eight ways; a confident reading, or a
+    doubtful one not touching the hand, stops it."""
+    from vision.blockers import DOUBT_COLOUR_CONF, doubtful_spaces, hand_reach
+    from vision.tiles import SpaceReading
+
+    def space(tile: bool, conf: float, face: str | None) -> SpaceReading:
+        return SpaceReading(tile=tile, colour="yellow" if tile else None, colour_conf=conf, face=face,
+                            face_score=0.9, face_margin=0.2, saturation=0.5)
+
+    good = space(True, 0.95, "A")
+    spaces = [[good] * 9 for _ in range(9)]
+    spaces[0][1] = space(True, 0.95, None)  # a tile whose print is unread, next to the hand
+    spaces[1][2] = space(False, DOUBT_COLOUR_CONF / 2, None)  # diagonal to it: reached through it
+    spaces[2][4] = space(True, 0.1, "B")  # doubtful, but two spaces from anything reached
+    spaces[1][1] = space(True, DOUBT_COLOUR_CONF, "C")  # at the threshold: confident enough
+    doubtful = doubtful_spaces(spaces)
+    assert doubtful.sum() == 3 and doubtful[0, 1] and doubtful[1, 2] and doubtful[2, 4]
+    hand = np.zeros((9, 9), bool)
+    hand[0, 0] = True
+    reach = hand_reach(hand, doubtful)
+    assert {tuple(p) for p in np.argwhere(reach)} == {(0, 0), (0, 1), (1, 2)}
+    assert not hand_reach(np.zeros((9, 9), bool), doubtful).any()  # no hand: nothing occluded

@@ -17,7 +17,8 @@ its reading cannot be (:func:`foreign_spaces`: a tile without print off its colo
 near a mix of a tile's colour and the paper, which the pixel test must accept at tile
 edges; the per-space test catches it. A space more than 15% covered, or in a region of
 foreign spaces reaching in over the board's edge, and the spaces around it, are listed
-in ``occluded`` and their cells are ``null``: they are not guessed. With most markers
+in ``occluded`` and their cells are ``null``: they are not guessed; so are the
+spaces next to them, as far as their readings fit nothing well (:func:`hand_reach`). With most markers
 covered every space is occluded. An arm seen crossing the table into the board
 (:class:`vision.surround.SurroundWatch`, against the survey's empty table) whose hand
 nothing on the board shows near its side (skin as pale as the paper) makes every space
@@ -66,6 +67,34 @@ FOREIGN_SATURATION = 0.15
 # 0.2-0.26 away while only 0.12-0.14 more saturated than that paper (1.9-2.1 combined).
 FOREIGN_FAR_CHROMA = 0.2
 FOREIGN_COMBINED = 1.4
+# Next to a hand, a space whose colour fits its best reference below this confidence
+# (or a tile whose print cannot be read) is taken as more of the hand (see hand_reach).
+DOUBT_COLOUR_CONF = 0.5
+
+
+def doubtful_spaces(spaces: list[list[SpaceReading]]) -> np.ndarray:
+    """(n, n) spaces whose reading fits nothing well: a colour below ``DOUBT_COLOUR_CONF``,
+    or a tile whose printed face (every tile has one, R-BLOCKERS-1) could not be read."""
+    return np.array([[s.colour_conf < DOUBT_COLOUR_CONF or (s.tile and s.face is None) for s in row]
+                     for row in spaces], bool)
+
+
+def hand_reach(hand: np.ndarray, doubtful: np.ndarray) -> np.ndarray:
+    """The spaces a hand found over ``hand`` may also cover: ``hand`` grown, eight ways,
+    through ``doubtful`` spaces as far as they reach.
+
+    Skin near a tile's colour, or a finger's shadow, escapes the pixel test; such a
+    space reads as a tile with no legible print or a colour that fits no reference well.
+    Next to a hand that is the hand, not a reading (held-out Blockers! scenes: a dark
+    hand over yellow and blue tiles gave a row of printless yellow readings beyond the
+    hand found)."""
+    reach = hand.copy()
+    kernel = np.ones((3, 3), np.uint8)
+    while True:
+        grow = cv2.dilate(reach.astype(np.uint8), kernel).astype(bool) & doubtful & ~reach
+        if not grow.any():
+            return reach
+        reach |= grow
 
 
 def edition_symbols(edition: Any = None) -> list[str]:
@@ -186,6 +215,7 @@ class Recognizer:
             # them; reading them would be guessing (they are occluded, not read)
             near = cv2.dilate(hand_cells.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
             cover[near] = 1.0
+            cover[hand_reach(near, doubtful_spaces(spaces))] = 1.0
         if any(not _arm_reaches(arm, cover, self.kit.blockers.space_mm) for arm in arms):
             # An arm crosses the table into the board, and nothing on the board shows
             # where its hand is (skin as pale as the paper): no space can be trusted.
