@@ -707,6 +707,33 @@ def test_a_shape_off_its_blobs_centre_is_read_on_a_second_look(blur_index: int) 
     assert doubtful_first >= 2
 
 
+def test_stars_under_defocus_wider_than_2_mm_are_read() -> None:
+    """A development scene (rendered as bench/vision_cards_tiles.py renders it: a wide
+    lens high above a tilted view, strong defocus, so over 2 mm of blur on the table at
+    the far side): with 2.1 mm the widest candidate blur its green star fitted a diamond
+    best and was left unread (a colour/shape disagreement); with the widest candidates
+    past 3 mm every quadrant is read, colour and shape (R-BLOXO-1)."""
+    import cv2
+
+    from vision.cards import COARSE_PPM, shape_templates
+
+    names = tuple(sorted(set(KIT.bloxo.shapes.values())))
+    t = shape_templates(names, float(KIT.bloxo.shape_mm), COARSE_PPM)
+    assert max(b[1] for b in t.blurs if b[0] == "gauss") >= 3.0 * COARSE_PPM
+    seed, preset = 8_640_008, "defocus"
+    setup = sc.sample_setup(KIT, "bloxo", seed, model="cm3-wide")
+    cal = user_calibration(setup, "bloxo", seed, KIT, jpeg_quality=None)
+    s2 = seed * 100 + sc.PRESETS.index(preset)
+    rng = np.random.default_rng(s2)
+    state = st.bloxo_state(KIT, rng, cards=int(rng.integers(3, 25)))
+    cond = sc.sample_conditions(s2, preset, area=KIT.area_mm("bloxo"), kit=KIT)
+    r = sc.render_frame(setup, state, cond, s2)
+    ok, png = cv2.imencode(".png", r.image)
+    obs = Recognizer(cal).process(cv2.imdecode(png, cv2.IMREAD_COLOR), 0.0, 0)
+    m = score(r.truth, obs)
+    assert m["quadrant_shape"][1] >= 12 and m["quadrant_shape"][0] == 0 and m["quadrant_color"][0] == 0, m
+
+
 def test_second_look_only_for_doubtful_shapes_and_never_toward_the_colour(monkeypatch) -> None:
     """_read_shapes looks again only at shapes that fit poorly, by a small margin, or
     against their colour (R-BLOXO-1); the second look is given the outline's patch
