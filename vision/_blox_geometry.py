@@ -10,9 +10,9 @@ blocks, a figure) the ray through each probe is cast against that hypothesis's s
 coloured top; the clear figure body lets the space show through) and the probe gets a
 *label*: what it would see. Probes near an edge between two surfaces, by less than
 the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
-placement jitter never decides anything; the board probes a tower's footprint,
-grown by that offset and rotation, may hide show the square or something unknown
-(``OWN_EDGE``: whichever costs less).
+placement jitter never decides anything; a board probe that the tower's footprint,
+grown by that offset and rotation, may cover is scored as the square or something
+unknown, whichever costs less (``OWN_EDGE``).
 A side face seen at a grazing angle moves far in the image when its block sits off
 centre: a side probe whose ray would leave its level's face if the face moved
 ``SIDE_TOL`` mm along its normal gets the small weight ``WEAK_SIDE_WEIGHT`` (``e_w``);
