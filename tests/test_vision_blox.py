@@ -454,7 +454,7 @@ def test_scoring_index_is_rebuilt_when_the_pose_changes(cal_file, monkeypatch):
 
     monkeypatch.setattr(vb, "RIM_MAX_VIEW_DEG", 90.0)  # every tower's rim is measured
     rec._chip_rim_costs(image, np.full(81, 2), np.zeros(81, bool))
-    assert rec._rim_cache[0] == rec.view.version
+    assert rec._chip_pixels[0] == rec.view.version and rec._chip_pixels[1]["rim"]
 
 
 def test_readings_with_the_indexed_scoring_equal_the_direct_sum(cal_file, monkeypatch):

@@ -223,8 +223,9 @@ class Recognizer:
         self.gate = StabilityGate(stable_seconds)
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None
-        self._rim_cache: tuple[int, dict] | None = None  # chip-rim profile pixels per (cell, height), per pose
-        self._print_cache: tuple[int, dict] | None = None  # chip-print grid pixels per (cell, height), per pose
+        # image pixels the chip readers sample, per (cell, height), for the current pose only:
+        # pose version -> {"rim": ..., "print": ...}
+        self._chip_pixels: tuple[int, dict[str, dict]] | None = None
         self._digits: GlyphBank | None = None  # the chips' values 1..max_tower, built when first needed
         self._digit_index: list[int] = []  # their classes in the bank
         self._lores_roi: tuple[int, np.ndarray] | None = None
@@ -524,10 +525,7 @@ class Recognizer:
         cells = self._steep_towers(decision, blocked, RIM_MAX_VIEW_DEG)
         if not len(cells):
             return extra
-        key = self.view.version
-        if self._rim_cache is None or self._rim_cache[0] != key:
-            self._rim_cache = (key, {})
-        cache = self._rim_cache[1]
+        cache = self._pose_pixels("rim")
         pix = []
         for k in cells:
             ck = (int(k), int(decision[k]))
@@ -557,6 +555,12 @@ class Recognizer:
             chi2 = np.minimum(((radius[i] - pred) / sigma[i]) ** 2, RIM_MAX_CHI2)
             extra[k, 1:6] = TEMPERATURE * (chi2 - chi2.min()) / 2
         return extra
+
+    def _pose_pixels(self, reader: str) -> dict:
+        """The chip ``reader``'s cache of image pixels to sample, emptied when the pose changes."""
+        if self._chip_pixels is None or self._chip_pixels[0] != self.view.version:
+            self._chip_pixels = (self.view.version, {})
+        return self._chip_pixels[1].setdefault(reader, {})
 
     def _cell_centres_mm(self) -> np.ndarray:
         """Board-frame (x, y) mm of every cell's centre (n*n, 2)."""
@@ -604,10 +608,7 @@ class Recognizer:
         cells = self._steep_towers(plane, blocked, PRINT_MAX_VIEW_DEG)
         if not len(cells):
             return extra
-        key = self.view.version
-        if self._print_cache is None or self._print_cache[0] != key:
-            self._print_cache = (key, {})
-        cache = self._print_cache[1]
+        cache = self._pose_pixels("print")
         W, H = frame_bgr.shape[1], frame_bgr.shape[0]
         pix, inside = [], []
         for k in cells:
