@@ -361,14 +361,17 @@ def _direct_score(rec, g, costs, visible):
     """The scoring written out entry by entry (the definition the indexed sums must
     meet): every visible entry adds its probe's costs for its source times its weight to
     its group, or, a side probe that may see the neighbouring level, a cost per pair of
-    colours of its two levels to that pair."""
+    colours of its two levels to that pair. ``visible`` may weigh a probe (a nearer piece
+    may cover it): an entry's weight is then the lower of its own and its probe's."""
     from vision._blox_geometry import ALT_DOWN, ALT_UP, FIGURE, G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN
     from vision._blox_geometry import N_GTYPES, N_HYP
     from vision.blox import ADJACENT_PENALTY, _chain_min
 
     nn = rec.n * rec.n
     size = nn * N_HYP * N_GTYPES
-    sel = np.nonzero(visible[g.e_p])[0]
+    v = np.asarray(visible, float)[g.e_p]
+    sel = np.nonzero(v)[0]
+    w = np.minimum(g.e_w, v)
     q = np.zeros((len(g.e_p), 4))
     for src, c in costs.items():
         m = g.e_src == src
@@ -376,9 +379,9 @@ def _direct_score(rec, g, costs, visible):
         q[m] = c[pos][:, None] if c.ndim == 1 else c[:, pos].T
     pair = np.isin(g.e_alt, (ALT_UP, ALT_DOWN))
     single = sel[~pair[sel]]
-    S = np.stack([np.bincount(g.e_group[single], weights=q[single, j] * g.e_w[single], minlength=size)
+    S = np.stack([np.bincount(g.e_group[single], weights=q[single, j] * w[single], minlength=size)
                   for j in range(4)], axis=1).reshape(nn, N_HYP, N_GTYPES, 4)
-    cnt = np.bincount(g.e_group[sel], weights=g.e_w[sel], minlength=size).reshape(nn, N_HYP, N_GTYPES)
+    cnt = np.bincount(g.e_group[sel], weights=w[sel], minlength=size).reshape(nn, N_HYP, N_GTYPES)
     # A pair entry adds, for colours (a, b) of (lower, upper) level, its weight times the
     # lower of its own level's colour and the other's plus the price.
     pe = sel[pair[sel]]
@@ -389,7 +392,7 @@ def _direct_score(rec, g, costs, visible):
     val = np.where(own_is_lower, np.minimum(qa, qb + ADJACENT_PENALTY), np.minimum(qb, qa + ADJACENT_PENALTY))
     P = np.zeros((nn, N_HYP, 4, 4, 4))
     idx = ((g.e_group[pe] // N_GTYPES).astype(int) * 4 + lower)[:, None, None] * 16 + np.arange(16).reshape(4, 4)
-    np.add.at(P.reshape(-1), idx, val * g.e_w[pe][:, None, None])
+    np.add.at(P.reshape(-1), idx, val * w[pe][:, None, None])
     cost = S[:, :, G_UNKNOWN, 0] + S[:, :, G_OWN, 0] + S[:, :, G_CHIP, 0] + S[:, :, G_FIG, :].min(axis=2)
     cost[:, 1:FIGURE] += _chain_min(S[:, 1:FIGURE, G_LEVEL0:, :], P[:, 1:FIGURE])
     return cost + rec._hyp_prior[None, :], S, cnt, P

@@ -27,12 +27,16 @@ Where a probe's ray reaches the table beyond the board's edge (not a marker), a
 hypothesis that leaves it uncovered predicts the table's colour there (measured per frame
 on the table around the board, :attr:`BloxGeometry.table_pts`): near the far edge of an
 oblique view the table is what an empty cell shows above itself, and a piece is seen
-against it.
+against it. Where the ray passes over a cell farther from the camera's nadir (a piece
+standing there, decided after this cell, may hide the table: ``table_behind``), the
+table or something unknown, whichever explains the probe better.
 
 Occlusion between cells: for every probe and every cell nearer the camera's nadir
 (only such a cell can stand between the camera and what the probe looks at), the
-lowest height a solid on that cell must reach to cover the probe's ray. A frame's
-decisions then say which probes are hidden.
+lowest height a solid on that cell must reach to cover the probe's ray, for the
+footprint grown by the blocks' placement jitter (``pair_mm``) and for the nominal one
+(``pair_nominal_mm``). A frame's decisions then say which probes are hidden (the
+nominal solid covers them) and which may be (only the grown one does).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class BloxGeometry:
     pair_p: np.ndarray  # occlusion pairs: probe, covering cell, minimum covering height (mm)
     pair_cell: np.ndarray
     pair_mm: np.ndarray
+    pair_nominal_mm: np.ndarray  # the same for the nominal footprint (inf: its ray misses it)
     order: np.ndarray  # cells by distance from the camera's nadir
     space_pts: np.ndarray  # (n*n*K, 2) pixels of board points used for the light balance
     space_cell: np.ndarray
@@ -95,6 +100,7 @@ class BloxGeometry:
     table_pts: np.ndarray | None = None  # (K,2) pixels of table points around the board (its colour per frame)
     table_xy: np.ndarray | None = None  # (K,2) their board mm, clipped onto the board (where the light field lives)
     e_alt: np.ndarray | None = None  # ALT_*: which neighbouring level a side entry may see instead (jitter)
+    table_behind: np.ndarray | None = None  # (N,) a table probe's ray passes over a farther cell (a piece may hide it)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +218,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     markers = [(c[:, 0].min() - q, c[:, 1].min() - q, c[:, 0].max() + q, c[:, 1].max() + q)
                for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
-    px_l, cell_l, orient_l, cxy_l = [], [], [], []
+    px_l, cell_l, orient_l, cxy_l, behind_l = [], [], [], [], []
     e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
     base = 0
@@ -220,6 +226,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     # Pixel density of the board, for the probe spacing.
     pp = view.project(np.array([[0, 0, 0], [n * s, 0, 0]], float))
     px_per_mm = float(np.linalg.norm(pp[1] - pp[0]) / (n * s))
+    centres = np.array([((c + 0.5) * s, (r + 0.5) * s) for r in range(n) for c in range(n)])
+    dist = np.hypot(centres[:, 0] - C[0], centres[:, 1] - C[1])
     for r in range(n):
         for c in range(n):
             cx, cy = (c + 0.5) * s, (r + 0.5) * s
@@ -235,6 +243,18 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             pb = C[None, :2] + d[:, :2] * tb[:, None]
             own = (np.abs(pb[:, 0] - cx) <= s / 2 - 2.0) & (np.abs(pb[:, 1] - cy) <= s / 2 - 2.0)
             table = _on_table(pb, n * s, markers)
+            # Where a farther cell's piece may stand in the way, the table is predicted or
+            # something unknown, whichever explains the probe better: those cells are
+            # decided after this one, and a tower there, seen where a tall hypothesis
+            # here would put its upper levels, must not argue for that hypothesis (dev
+            # scenes: a tall tower read on an empty space in front of a tower of the far
+            # row, at full confidence, for the table it hid).
+            behind = np.zeros(N, bool)
+            farther = dist > dist[k] + 1e-6
+            if table.any() and farther.any():
+                t_idx = np.nonzero(table)[0]
+                behind[t_idx] = _crosses_any(C, d[t_idx], centres[farther], infl, top_all)
+            behind_l.append(behind)
             board_src = np.where(own, OWN, np.where(table, TABLE, UNKNOWN))
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
@@ -338,12 +358,10 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     px = np.concatenate(px_l)
     cell = np.concatenate(cell_l)
     # Cells nearer the nadir are decided first and may hide the farther ones.
-    centres = np.array([((c + 0.5) * s, (r + 0.5) * s) for r in range(n) for c in range(n)])
-    dist = np.hypot(centres[:, 0] - C[0], centres[:, 1] - C[1])
     order = np.argsort(dist, kind="stable")
     # Occlusion pairs.
     d_all = view.rays(px)
-    pair_p, pair_cell, pair_mm = [], [], []
+    pair_p, pair_cell, pair_mm, pair_nominal_mm = [], [], [], []
     for a in range(n * n):
         ax, ay = centres[a]
         nearer = dist[cell] > dist[a] + 1e-6
@@ -351,24 +369,16 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         if len(idx) == 0:
             continue
         dd = d_all[idx]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tx1 = (ax - infl - C[0]) / dd[:, 0]
-            tx2 = (ax + infl - C[0]) / dd[:, 0]
-            ty1 = (ay - infl - C[1]) / dd[:, 1]
-            ty2 = (ay + infl - C[1]) / dd[:, 1]
-        t_in = np.maximum(np.minimum(tx1, tx2), np.minimum(ty1, ty2))
-        t_out = np.minimum(np.maximum(tx1, tx2), np.maximum(ty1, ty2))
-        tb = -C[2] / dd[:, 2]
-        t_top = (-top_all - 1 - C[2]) / dd[:, 2]
-        cross = (t_in < t_out) & (t_in < tb) & (t_out > t_top)
+        need, cross = _cover_height(C, dd, ax, ay, infl, top_all)
         if not cross.any():
             continue
-        z_out = C[2] + dd[:, 2] * np.minimum(t_out, tb)
-        need = np.maximum(-z_out, 0.0)
+        # The nominal footprint covers a subset of what the grown one may cover.
+        need_nominal, cross_nominal = _cover_height(C, dd, ax, ay, half, top_all)
         sel = np.nonzero(cross)[0]
         pair_p.append(idx[sel])
         pair_cell.append(np.full(len(sel), a))
         pair_mm.append(need[sel])
+        pair_nominal_mm.append(np.where(cross_nominal, need_nominal, np.inf)[sel])
     f = np.array([0.22, 0.5, 0.78])
     lat = np.array([(u, v) for v in f for u in f]) * s
     space = []
@@ -396,10 +406,45 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         np.concatenate(pair_p).astype(np.int32) if pair_p else np.zeros(0, np.int32),
         np.concatenate(pair_cell).astype(np.int32) if pair_cell else np.zeros(0, np.int32),
         np.concatenate(pair_mm).astype(np.float32) if pair_mm else np.zeros(0, np.float32),
+        np.concatenate(pair_nominal_mm).astype(np.float32) if pair_nominal_mm else np.zeros(0, np.float32),
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
         np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
-        txy, np.concatenate(e_alt).astype(np.int8),
+        txy, np.concatenate(e_alt).astype(np.int8), np.concatenate(behind_l),
     )
+
+
+def _cover_height(C: np.ndarray, d: np.ndarray, ax: float, ay: float, half: float, top: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """For rays ``d`` (N,3) from the camera ``C``: the lowest height (mm) a solid of
+    footprint [ax+-half] x [ay+-half] must reach to cover each ray before the ray meets
+    the board, and whether the ray passes over that footprint below ``top`` at all."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tx1 = (ax - half - C[0]) / d[:, 0]
+        tx2 = (ax + half - C[0]) / d[:, 0]
+        ty1 = (ay - half - C[1]) / d[:, 1]
+        ty2 = (ay + half - C[1]) / d[:, 1]
+    t_in = np.maximum(np.minimum(tx1, tx2), np.minimum(ty1, ty2))
+    t_out = np.minimum(np.maximum(tx1, tx2), np.maximum(ty1, ty2))
+    tb = -C[2] / d[:, 2]
+    t_top = (-top - 1 - C[2]) / d[:, 2]
+    cross = (t_in < t_out) & (t_in < tb) & (t_out > t_top)
+    z_out = C[2] + d[:, 2] * np.minimum(t_out, tb)
+    return np.maximum(-z_out, 0.0), cross
+
+
+def _crosses_any(C: np.ndarray, d: np.ndarray, centres: np.ndarray, half: float, top: float) -> np.ndarray:
+    """Whether each ray ``d`` (N,3) from the camera ``C`` passes, before it meets the
+    board plane, through any of the boxes of footprint ``centres`` (K,2) +-``half`` and
+    height ``top`` (where a piece standing on one of those cells may be)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / d[:, :2]
+        t1 = (centres[None, :, :] - half - C[None, None, :2]) * inv[:, None, :]
+        t2 = (centres[None, :, :] + half - C[None, None, :2]) * inv[:, None, :]
+    t_in = np.minimum(t1, t2).max(axis=2)
+    t_out = np.maximum(t1, t2).min(axis=2)
+    tb = (-C[2] / d[:, 2])[:, None]
+    t_top = ((-top - C[2]) / d[:, 2])[:, None]
+    return ((t_in < t_out) & (t_in < tb) & (t_out > t_top)).any(axis=1)
 
 
 def _on_table(xy: np.ndarray, w: float, markers: list[tuple[float, float, float, float]]) -> np.ndarray:

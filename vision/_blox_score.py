@@ -23,7 +23,11 @@ is indexed once per pose:
 
 A probe that is not visible adds nothing: the table's rows are masked (costs and weight
 to zero) instead of the entries being filtered, so the index stays fixed per pose and
-only the table changes from frame to frame; rescoring a few cells reads their runs.
+only the table changes from frame to frame; rescoring a few cells reads their runs. A
+probe may also be partly visible (a weight below 1: a nearer piece may cover it,
+depending on how that piece sits): an entry then counts with the lower of its own
+weight and the probe's, so the rows already read at the weak weight (the weak side
+block, the pairs) are masked only where the probe is not visible at all.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ class ScoreIndex:
     pairs: _Segments  # pair entries (bins: (cell * N_HYP + hypothesis) * 4 + pair)
     pair_w: np.ndarray  # (E3,) float32 weight of each pair entry (sorted like ``pairs``)
     pair_upper: np.ndarray  # (E3,) bool: the entry's own level is its pair's upper one
+    row_weak: np.ndarray  # (R,) bool: the row is read at the weak weight (WEAK and PAIR_COUNT blocks)
 
     @property
     def size(self) -> int:
@@ -107,6 +112,15 @@ class ScoreIndex:
     @property
     def pair_size(self) -> int:
         return self.n_cells * N_HYP * 4
+
+    def row_visibility(self, visible: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """What the table's ``rows`` (all by default) are multiplied by, from the probes'
+        ``visible`` weights (1 seen, 0 not, between: partly): an entry counts with the
+        lower of its weight and its probe's, and the weak rows' weight is already at most
+        any partial visibility (``vision.blox.MAYBE_HIDDEN_WEIGHT``)."""
+        v = np.asarray(visible, np.float32)[self.row_probe if rows is None else self.row_probe[rows]]
+        weak = self.row_weak if rows is None else self.row_weak[rows]
+        return np.where(weak, np.ceil(v), v)
 
     def new_table(self) -> np.ndarray:
         return self.template.copy()
@@ -132,16 +146,17 @@ class ScoreIndex:
             cells = None
             S, cnt, P = np.zeros((self.size, 4)), np.zeros(self.size), np.zeros((self.pair_size, 16))
             # Every row is read: mask the table once.
-            table = table * visible[self.row_probe].astype(np.float32)
+            masked = table * self.row_visibility(visible)
         else:
             S, cnt, P = prev[0].copy(), prev[1].copy(), prev[2].reshape(self.pair_size, 16).copy()
         for segs, width in ((self.singles, 2), (self.groups, 5)):
             ent, start, bins = segs.select(cells)
             rows = segs.row if ent is None else segs.row[ent]
             if len(rows):
-                vals = np.take(table[:width], rows, axis=1)
-                if prev is not None:
-                    vals *= visible[self.row_probe[rows]].astype(np.float32)
+                if prev is None:
+                    vals = np.take(masked[:width], rows, axis=1)
+                else:
+                    vals = np.take(table[:width], rows, axis=1) * self.row_visibility(visible, rows)
                 sums = np.add.reduceat(vals, start, axis=1, dtype=np.float64)
                 cnt[bins] = sums[0]
                 S[bins] = sums[1:].T  # a source of one candidate colour: its cost for all four
@@ -149,9 +164,9 @@ class ScoreIndex:
         rows, w, upper = (self.pairs.row, self.pair_w, self.pair_upper) if ent is None else (
             self.pairs.row[ent], self.pair_w[ent], self.pair_upper[ent])
         if len(rows):
-            q = np.take(table[1:], rows, axis=1)
-            if prev is not None:
-                q *= visible[self.row_probe[rows]].astype(np.float32)
+            # The pair entries read the side rows at their own (weak) weight: masked only
+            # where their probe is not visible at all.
+            q = np.take(table[1:], rows, axis=1) * np.ceil(np.asarray(visible, np.float32)[self.row_probe[rows]])
             own_other = np.minimum(q[:, None, :], q[None, :, :] + np.float32(penalty)) * w  # [own, other]
             lo_hi = np.where(upper, own_other.transpose(1, 0, 2), own_other)  # [lower, upper]
             P[bins] = np.add.reduceat(lo_hi.reshape(16, -1), start, axis=1, dtype=np.float64).T
@@ -197,5 +212,7 @@ def build(g: BloxGeometry, n_cells: int, src_probes: list[np.ndarray]) -> ScoreI
     pair_bin = (e_cell[p].astype(np.int64) * N_HYP + e_hyp[p]) * 4 + np.where(upper, level - 1, level).clip(0, 3)
     # The pair entries read the side costs themselves (their weight is applied per pair).
     pairs, order = _Segments.build(offsets[BLK_SIDE] + pos[p], pair_bin, e_cell[p], n_cells)
+    row_weak = np.zeros(len(weights), bool)
+    row_weak[blocks[WEAK]] = row_weak[blocks[PAIR_COUNT]] = True
     return ScoreIndex(n_cells, blocks, np.concatenate(probes).astype(np.int64), template, singles, groups, pairs,
-                      g.e_w[p][order].astype(np.float32), upper[order])
+                      g.e_w[p][order].astype(np.float32), upper[order], row_weak)

@@ -45,7 +45,11 @@ How a frame is read (issue 8):
    little visible evidence does not become a piece by fitting noise.
 5. Occlusion between cells: cells are decided in order of distance from the camera's
    nadir (only nearer cells can hide farther ones); a probe whose ray passes over a
-   nearer cell whose decided solid is tall enough is not used for the farther cell. The
+   nearer cell whose decided solid is tall enough is not used for the farther cell, and
+   one that the solid covers only if it sits off centre (its footprint grown by the
+   kit's offset and turn, not the nominal one) counts with the weak weight
+   (``MAYBE_HIDDEN_WEIGHT``): the lower levels of a tower behind a nearer one often
+   show only there. The
    scoring is vectorised over all cells and repeated until the decisions no longer
    change what is hidden (two or three rounds). A cell a nearer tower hides (too little
    of its square or of its decided piece visible) is read from what is left of it when
@@ -61,7 +65,9 @@ How a frame is read (issue 8):
    measured per frame and per face orientation from the towers themselves (a tower's
    top block shows its top face and its side faces in the same colour; towers with a
    black top, whose ratio is noise, are left out, and a few probes on one tower only
-   nudge the estimate from ``DEFAULT_SIDE_SHADE``), then block colours are classified
+   nudge the estimate from ``DEFAULT_SIDE_SHADE``; not while a hand is over the board,
+   which hides towers and spoils the readings near it, once a hand-free frame has been
+   measured), then block colours are classified
    with it. Side probes that the blocks' placement jitter may
    move onto another level (a face seen at a grazing angle) count with a small weight
    (:mod:`vision._blox_geometry`): a level only they see is read at low confidence.
@@ -131,6 +137,13 @@ MIN_OWN_VISIBLE = 6  # probes of a cell's decided hypothesis that must be seen .
 HIDDEN_MIN_CONF = 0.9  # ... unless the visible evidence decides it with this posterior
 HIDDEN_GUESS_MIN = 0.6  # ... else one read as empty with this posterior is reported so, ...
 HIDDEN_GUESS_CONF = 0.25  # ... at this confidence (and any other is reported occluded)
+# A probe that a nearer piece covers or not depending on how that piece sits (its ray
+# crosses the piece's footprint grown by the kit's offset and turn, not its nominal one)
+# counts with the weight of a side probe that jitter may move onto another level: dev
+# scenes (tilt 20-30 deg, a tower in the next row nearer the camera) showed the lower
+# levels behind it in clear view while every probe on them was dropped as hidden, and
+# their colour was then guessed from the level above.
+MAYBE_HIDDEN_WEIGHT = geo_mod.WEAK_SIDE_WEIGHT
 # The chip's radius (see Recognizer._chip_rim_costs): a tower straight under the camera
 # shows almost none of its side faces, but its chip's image grows with its height.
 RIM_MIN_CONTRAST = 0.03  # linear-RGB distance between the chip and the top face for a profile to count
@@ -230,6 +243,7 @@ class Recognizer:
         self._digit_index: list[int] = []  # their classes in the bank
         self._lores_roi: tuple[int, np.ndarray] | None = None
         self.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
+        self._shade_hand_free = False  # the side shading has been measured on a frame without a hand
         self.edition = edition
         self._block_lab = np.array([self.colours.refs[f"block:{c}"] if f"block:{c}" in self.colours.refs
                                     else self.colours.refs[f"space:{c}"] for c in self.blocks])
@@ -333,7 +347,9 @@ class Recognizer:
         if table_lab is None:
             ix.fill(T, TABLE, UNKNOWN_COST)
         else:
-            ix.fill(T, TABLE, self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE))
+            table = self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE)
+            # Where a farther cell's piece may hide the table: the table, or something unknown.
+            ix.fill(T, TABLE, np.where(g.table_behind[p], np.minimum(table, np.float32(UNKNOWN_COST)), table))
         p = sp[BLK_TOP]
         ix.fill(T, BLK_TOP, self._cost2(_sqdist(lab_top[p], self._block_lab)))
         self._learnt_costs(T, lab_top, lin_n, g)
@@ -415,11 +431,19 @@ class Recognizer:
             return None
         return np.median(lab(balance.normalise(_bytes_to_linear(raw[ok]), g.table_xy[ok])), axis=0)
 
-    def _hidden(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
+    def _visibility(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        """Weight (N,) of every probe given the heights ``top_mm`` of the cells' decided
+        solids: 0 where a nearer solid of the kit's nominal footprint covers its ray, 1
+        where not even that footprint grown by the blocks' placement jitter does, and
+        ``MAYBE_HIDDEN_WEIGHT`` in between, where whether the nearer piece covers it
+        depends on how that piece sits."""
+        n_px = len(g.px)
         if len(g.pair_p) == 0:
-            return np.zeros(len(g.px), bool)
-        hit = top_mm[g.pair_cell] >= g.pair_mm
-        return np.bincount(g.pair_p, weights=hit.astype(np.float32), minlength=len(g.px)) > 0
+            return np.ones(n_px, np.float32)
+        t = top_mm[g.pair_cell]
+        sure = np.bincount(g.pair_p, weights=(t >= g.pair_nominal_mm).astype(np.float32), minlength=n_px) > 0
+        maybe = np.bincount(g.pair_p, weights=(t >= g.pair_mm).astype(np.float32), minlength=n_px) > 0
+        return np.where(sure, np.float32(0.0), np.where(maybe, np.float32(MAYBE_HIDDEN_WEIGHT), np.float32(1.0)))
 
     def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                 extra: np.ndarray | None = None, first: tuple | None = None) -> tuple:
@@ -428,14 +452,13 @@ class Recognizer:
         added to the probes' (the chip's radius); the returned costs include them.
         ``first``: the scores of the same table over ``seen`` (the first round), when an
         earlier call returned them (the last item returned)."""
-        visible = seen
+        visible = seen.astype(np.float32)
         add = 0.0 if extra is None else extra
         first = self._score(Q, visible, g) if first is None else first
         cost, S, cnt, P = first
         decision = np.argmin(cost + add, axis=1)
         for _ in range(5):
-            hidden = self._hidden(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
-            new_visible = seen & ~hidden
+            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
             changed = np.unique(g.cell[new_visible != visible])
             visible = new_visible
             if len(changed) == 0:
@@ -449,7 +472,7 @@ class Recognizer:
         (the survey cannot see chips), so it is learnt from the chips of the towers
         read, kept only when near the nominal one. Returns how far it moved (dE)."""
         e_cell, e_hyp, e_p = g.chip_cell_hyp_probe  # type: ignore[attr-defined]
-        p = e_p[(decision[e_cell] == e_hyp) & visible[e_p]]
+        p = e_p[(decision[e_cell] == e_hyp) & (visible[e_p] >= 1)]
         if len(p) < 12:
             return 0.0
         med = np.median(lab_top[p], axis=0)
@@ -468,7 +491,7 @@ class Recognizer:
         its side faces in one colour, so their luminance ratio is the shading."""
         ent = g.shade_ent  # type: ignore[attr-defined]
         e_cell, e_hyp, e_p = g.shade_cell_hyp_probe  # type: ignore[attr-defined]
-        m = (decision[e_cell] == e_hyp) & visible[e_p]
+        m = (decision[e_cell] == e_hyp) & (visible[e_p] >= 1)
         if not m.any():
             return
         p = e_p[m]
@@ -695,7 +718,16 @@ class Recognizer:
         decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
-            self._estimate_side_shade(lin_n, visible, decision, g)
+            if not hands.any or not self._shade_hand_free:
+                # A hand hides towers and spoils the readings near it, and brings no new
+                # light: once the side shading has been measured on a hand-free frame, it
+                # is not measured again while a hand is over the board (dev sequence:
+                # with the real towers under a hand, the ratio of a phantom tower read
+                # from bare squares, sides as bright as its top, took over, and every
+                # tower read after that with it was read wrong or empty). Before that,
+                # a frame with a hand is better than the default.
+                self._estimate_side_shade(lin_n, visible, decision, g)
+                self._shade_hand_free = self._shade_hand_free or not hands.any
             moved = self._learn_chip(lab_top, visible, decision, g)
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
