@@ -852,9 +852,9 @@ def nadir_scene(tmp_path_factory):
 
 def test_chip_print_costs_point_at_the_true_heights(nadir_scene):
     """Straight above a tower its chip is seen face-on, and the value printed on it is
-    the tower's height (the rules): read, it costs every other height, whichever height's
-    plane the chip is rectified in (the scale between them is a few percent), and a
-    figure. A figure's plain top has no print: a cell read as a figure costs nothing more
+    the tower's height (the rules; a tower of 5 has no chip): read, it costs every other
+    height, whichever height's plane the chip is rectified in (the scale between them is
+    a few percent), and a figure. A figure's plain top has no print: a cell read as a figure costs nothing more
     where a figure stands, and points at the tower's height where a chip was taken for a
     figure's top. Nothing is read for an empty cell, nor under a hand."""
     import vision.blox as vb
@@ -862,6 +862,10 @@ def test_chip_print_costs_point_at_the_true_heights(nadir_scene):
     rec, image, heights, _, _ = nadir_scene
     towers = np.nonzero(heights)[0]
     steep = rec._steep_towers(heights, np.zeros(81, bool), vb.PRINT_MAX_VIEW_DEG)
+    # A tower of 5 carries no chip (blox.txt: it can no longer be destroyed): nothing
+    # printed is read on it (the assertions on the cells outside ``steep`` below).
+    assert (heights[steep] == 5).sum() >= 2
+    steep = steep[heights[steep] < 5]
     assert len(steep) >= 8  # the scene puts most towers under the camera
     for decided in (heights, np.where(heights > 0, np.minimum(heights + 1, 5), 0),
                     np.where(heights > 0, np.maximum(heights - 1, 1), 0)):

@@ -3,11 +3,12 @@ and which neighbour can hide which probe. Computed once per pose (cached by the
 recogniser under ``BoardView.version``); every frame then only samples pixels.
 
 For every cell a lattice of image pixels ("probes") covers everything the cell's
-content could show: its own square and the image of the tallest tower (5 blocks and
-the chip) standing on it. For every hypothesis about the cell (empty, a tower of 1..5
-blocks, a figure) the ray through each probe is cast against that hypothesis's solid
-(nominal kit sizes: the block footprint and height, the chip disc, the figure's
-coloured top; the clear figure body lets the space show through) and the probe gets a
+content could show: its own square and the image of the tallest tower standing on
+it. For every hypothesis about the cell (empty, a tower of 1..5 blocks, a figure) the
+ray through each probe is cast against that hypothesis's solid (nominal kit sizes: the
+block footprint and height, the chip disc on a tower below the tallest height -- a
+tower of 5 carries none, :func:`carries_chip` --, the figure's coloured top; the clear
+figure body lets the space show through) and the probe gets a
 *label*: what it would see. Probes near an edge between two surfaces, by less than
 the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
 placement jitter never decides anything; a board probe that the tower's footprint,
@@ -53,8 +54,10 @@ from vision.board import BoardView
 # table beyond the board's edge (a piece near the far edge is seen against it). OWN_EDGE:
 # the cell's square where the tower's blocks may reach when they sit off centre (the
 # square, or something unknown: whichever explains the probe better).
-UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE, OWN_EDGE = range(10)
-N_SRC = 10
+# TOP_OVER_BOARD: the top face of the tallest tower (which has no chip) where the ray,
+# without the tower, would reach another space's square (``BloxGeometry.behind``).
+UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE, OWN_EDGE, TOP_OVER_BOARD = range(11)
+N_SRC = 11
 # Which other level a side probe may see when the blocks sit off their nominal places
 # (``e_alt``): none (its face is robust, or the edge it is near is the board's or the
 # same block's top face), the level below, the level above.
@@ -75,6 +78,30 @@ SIDE_TOL = 1.0
 #: probes closer than this to the next level, their colour mixed by blur and JPEG)
 SIDE_MARGIN_PX = 2.0
 WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
+
+
+def carries_chip(kit: Kit, h: int) -> bool:
+    """Whether a tower of ``h`` blocks carries a point chip: every tower the rules let be
+    destroyed, that is every tower below the kit's tallest height (blox.txt, building:
+    "when a tower of 5 blocks is built, no victory point token is placed on it, since it
+    can no longer be destroyed"; table-kit.md: a point chip on a destroyable tower)."""
+    return 1 <= h < kit.blox.block.max_tower
+
+
+def solid_top_mm(kit: Kit, h: np.ndarray) -> np.ndarray:
+    """Height (mm) of the top of a tower of ``h`` blocks (array): its blocks, and its chip
+    when it carries one (:func:`carries_chip`); 0 for ``h`` = 0."""
+    b = kit.blox
+    h = np.asarray(h)
+    chip = (h >= 1) & (h < b.block.max_tower)
+    return h * b.block.height_mm + chip * b.chip.thickness_mm
+
+
+def tallest_solid_mm(kit: Kit) -> float:
+    """Height (mm) of the tallest thing that may stand on a space: a tower of any height
+    with its chip if it carries one, or a figure."""
+    heights = solid_top_mm(kit, np.arange(1, kit.blox.block.max_tower + 1))
+    return float(max(heights.max(), kit.blox.figure.height_mm))
 
 
 @dataclass
@@ -101,6 +128,7 @@ class BloxGeometry:
     table_xy: np.ndarray | None = None  # (K,2) their board mm, clipped onto the board (where the light field lives)
     e_alt: np.ndarray | None = None  # ALT_*: which neighbouring level a side entry may see instead (jitter)
     table_behind: np.ndarray | None = None  # (N,) a table probe's ray passes over a farther cell (a piece may hide it)
+    behind: np.ndarray | None = None  # (N,) the other space whose square each probe's ray reaches, else -1
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -156,7 +184,8 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
                   chip_r: float, chip_t: float, fig_r: float, fig_z0: float, fig_z1: float) -> np.ndarray:
     """Image pixels worth looking at for one cell: points on every surface some
     hypothesis puts there (the square, each level's visible side faces, each height's
-    chip ring and top-face corners, the figure's top), projected."""
+    chip ring -- the tallest tower's top face there, it has no chip -- and top-face
+    corners, the figure's top), projected."""
     pts: list[tuple[float, float, float]] = []
     f = np.linspace(-1, 1, 5) * (s / 2 - 4.0)
     pts += [(cx + a, cy + b, 0.0) for a in f for b in f]
@@ -171,8 +200,11 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
     for h in range(1, hmax + 1):
         z = -h * bh
         # The chip is the surest sign of a tower and of its height: a dense ring on it,
-        # outside its printed value and inside its edge however the top block sits.
-        pts += [(cx + 0.72 * chip_r * np.cos(a + o), cy + 0.72 * chip_r * np.sin(a + o), z - chip_t)
+        # outside its printed value and inside its edge however the top block sits. The
+        # tallest tower has no chip: the same ring on its top face, whose colour where
+        # the lower heights put their chip tells it from them.
+        z_ring = z - chip_t if h < hmax else z
+        pts += [(cx + 0.72 * chip_r * np.cos(a + o), cy + 0.72 * chip_r * np.sin(a + o), z_ring)
                 for o in (0.0, np.pi / 8) for a in ang]
         pts += [(cx + a, cy + b, z) for a, b in corners]
         for nx, ny in faces:
@@ -211,14 +243,14 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     fig_z0 = -(fig.height_mm - fig_top_h)
     fig_z1 = -fig.height_mm
     hmax = b.block.max_tower
-    top_all = hmax * bh + chip_t
+    top_all = tallest_solid_mm(kit)
     C = view.camera_position()
     infl = half + jitter  # footprint grown by the jitter: what a neighbour may cover
     q = kit.markers.quiet_zone_mm + TABLE_MARGIN_MM
     markers = [(c[:, 0].min() - q, c[:, 1].min() - q, c[:, 0].max() + q, c[:, 1].max() + q)
                for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
-    px_l, cell_l, orient_l, cxy_l, behind_l = [], [], [], [], []
+    px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l = [], [], [], [], [], []
     e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
     base = 0
@@ -242,6 +274,10 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             tb = -C[2] / d[:, 2]
             pb = C[None, :2] + d[:, :2] * tb[:, None]
             own = (np.abs(pb[:, 0] - cx) <= s / 2 - 2.0) & (np.abs(pb[:, 1] - cy) <= s / 2 - 2.0)
+            # The other space whose square the ray reaches (clear of its edges), if any.
+            rc = np.floor(pb / s).astype(int)
+            on_sq = np.all((rc >= 0) & (rc < n), axis=1) & np.all(np.abs(pb - (rc + 0.5) * s) <= s / 2 - 2.0, axis=1)
+            behind = np.where(on_sq & ~own, rc[:, 1] * n + rc[:, 0], -1)
             table = _on_table(pb, n * s, markers)
             # Where a farther cell's piece may stand in the way, the table is predicted or
             # something unknown, whichever explains the probe better: those cells are
@@ -249,12 +285,12 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             # here would put its upper levels, must not argue for that hypothesis (dev
             # scenes: a tall tower read on an empty space in front of a tower of the far
             # row, at full confidence, for the table it hid).
-            behind = np.zeros(N, bool)
+            table_behind = np.zeros(N, bool)
             farther = dist > dist[k] + 1e-6
             if table.any() and farther.any():
                 t_idx = np.nonzero(table)[0]
-                behind[t_idx] = _crosses_any(C, d[t_idx], centres[farther], infl, top_all)
-            behind_l.append(behind)
+                table_behind[t_idx] = _crosses_any(C, d[t_idx], centres[farther], infl, top_all)
+            table_behind_l.append(table_behind)
             board_src = np.where(own, OWN, np.where(table, TABLE, UNKNOWN))
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
@@ -265,7 +301,10 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 src = board_src.copy()
                 grp = board_g.copy()
                 tbox, face = _hit_box(C, d, cx, cy, half, -h * bh)
-                tchip, part = _hit_cyl(C, d, cx, cy, chip_r, -h * bh - chip_t, -h * bh)
+                if carries_chip(kit, h):
+                    tchip, part = _hit_cyl(C, d, cx, cy, chip_r, -h * bh - chip_t, -h * bh)
+                else:  # the tallest tower: its top face where the others have their chip
+                    tchip, part = np.full(N, np.inf), np.ones(N, int)
                 chip_first = tchip < np.minimum(tbox, tb)
                 box_first = ~chip_first & (tbox < tb)
                 # Anything the solid hides from the board is no longer the board. What it
@@ -284,10 +323,18 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 grp[ok_chip] = G_CHIP
                 pbx = C[None] + d * np.where(np.isfinite(tbox), tbox, 0)[:, None]
                 lx, ly, lz = pbx[:, 0] - cx, pbx[:, 1] - cy, -pbx[:, 2]
-                top = box_first & (face == 0) & (np.maximum(np.abs(lx), np.abs(ly)) <= half - m_edge) & (
-                    np.hypot(lx, ly) >= chip_r + jitter)
+                top = box_first & (face == 0) & (np.maximum(np.abs(lx), np.abs(ly)) <= half - m_edge)
+                if carries_chip(kit, h):  # clear of the chip, with the placement jitter to spare
+                    top &= np.hypot(lx, ly) >= chip_r + jitter
+                # (The tallest tower has no chip: its whole top face is its top block.)
                 src[top] = BLK_TOP
                 grp[top] = G_LEVEL0 + h - 1
+                if not carries_chip(kit, h):
+                    # No chip says "a tower" in colours no space has: where its top face is
+                    # seen in front of another space's square, that square's colour is
+                    # what an empty space there would show (the board's colours are the
+                    # blocks'), and is scored so (vision.blox: TOP_OVER_BOARD).
+                    src[top & (behind >= 0)] = TOP_OVER_BOARD
                 lateral = np.where((face == 1) | (face == 3), np.abs(lx), np.abs(ly))
                 level = np.clip(np.floor(lz / bh).astype(int) + 1, 1, h)
                 within = lz - (level - 1) * bh
@@ -352,6 +399,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 e_group.append((k * N_HYP + hyp) * N_GTYPES + grp)
             px_l.append(pts)
             cell_l.append(np.full(N, k))
+            behind_l.append(behind)
             orient_l.append(orient)
             cxy_l.append(np.tile([cx, cy], (N, 1)))
             base += N
@@ -409,7 +457,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         np.concatenate(pair_nominal_mm).astype(np.float32) if pair_nominal_mm else np.zeros(0, np.float32),
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
         np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
-        txy, np.concatenate(e_alt).astype(np.int8), np.concatenate(behind_l),
+        txy, np.concatenate(e_alt).astype(np.int8),
+        table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l),
     )
 
 

@@ -7,9 +7,11 @@ How a frame is read (issue 8):
    lattice of probe pixels, and for every hypothesis about the cell (empty, a tower of
    1..5 blocks, a figure) what each probe would see, found by casting its ray against
    the hypothesis's solid built from the kit's sizes (block footprint and height, the
-   point chip on top, the figure's coloured top and clear body); and the index the
-   scoring reads (:mod:`vision._blox_score`: a frame's probe costs go into one table,
-   the sums per hypothesis are segment sums over entries sorted once per pose).
+   point chip on top of a tower below the tallest height -- a tower of 5 can no longer
+   be destroyed and carries none (blox.txt), its top face shows there --, the figure's
+   coloured top and clear body); and the index the scoring reads
+   (:mod:`vision._blox_score`: a frame's probe costs go into one table, the sums per
+   hypothesis are segment sums over entries sorted once per pose).
 2. The probes are sampled (one bilinear remap, its maps prepared per pose), converted
    to linear light and normalised for this frame's light (at each probe's cell centre):
    gains and a smooth light field fitted robustly on the board's own spaces against the
@@ -36,7 +38,8 @@ How a frame is read (issue 8):
    height to the next: there the chip's printed value, which the rules make the
    tower's height, is read (``_chip_print_costs``), and the chip's radius, fitted to its
    rim in the image, is compared with the radius each height predicts
-   (``_chip_rim_costs``). A board probe the tower's blocks may cover when they sit off
+   (``_chip_rim_costs``); a chip found at all, print or rim, argues against a tower of 5,
+   which has none. A board probe the tower's blocks may cover when they sit off
    centre (the kit's offset and turn) costs under a tower hypothesis at most what a probe
    of unknown prediction costs: else a block a little off would argue for a taller
    tower, whose larger image covers it.
@@ -103,7 +106,7 @@ from vision import _blox_geometry as geo_mod
 from vision import _blox_score as score_mod
 from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
                                    G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
-                                   N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, UNKNOWN, BloxGeometry)
+                                   N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, TOP_OVER_BOARD, UNKNOWN, BloxGeometry)
 from vision.board import BoardView
 from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
 from vision.glyphs import INK_THRESHOLD, GlyphBank, normalise_ink
@@ -239,7 +242,7 @@ class Recognizer:
         # image pixels the chip readers sample, per (cell, height), for the current pose only:
         # pose version -> {"rim": ..., "print": ...}
         self._chip_pixels: tuple[int, dict[str, dict]] | None = None
-        self._digits: GlyphBank | None = None  # the chips' values 1..max_tower, built when first needed
+        self._digits: GlyphBank | None = None  # the chips' values 1..max_tower-1, built when first needed
         self._digit_index: list[int] = []  # their classes in the bank
         self._lores_roi: tuple[int, np.ndarray] | None = None
         self.side_shade = np.full(4, DEFAULT_SIDE_SHADE)
@@ -285,6 +288,9 @@ class Recognizer:
             # _shaded_sqdist.
             own_p = g.src_probes[OWN]  # type: ignore[attr-defined]
             g.own_ref = _shading_ref(self._space_lab_flat[g.cell[own_p]])  # type: ignore[attr-defined]
+            # ... and of the other space's square behind each TOP_OVER_BOARD probe.
+            over_p = g.src_probes[TOP_OVER_BOARD]  # type: ignore[attr-defined]
+            g.behind_ref = _shading_ref(self._space_lab_flat[g.behind[over_p]])  # type: ignore[attr-defined]
             # Where each cell's probes are normalised for the light (its centre).
             g.cell_centres = np.zeros((self.n * self.n, 2))  # type: ignore[attr-defined]
             g.cell_centres[g.cell] = g.centre_xy  # type: ignore[attr-defined]
@@ -352,6 +358,16 @@ class Recognizer:
             ix.fill(T, TABLE, np.where(g.table_behind[p], np.minimum(table, np.float32(UNKNOWN_COST)), table))
         p = sp[BLK_TOP]
         ix.fill(T, BLK_TOP, self._cost2(_sqdist(lab_top[p], self._block_lab)))
+        # The tallest tower's top face seen in front of another space's square: it has no
+        # chip, whose colour no space has, to tell it from that square, which is what
+        # the probe shows when the cell is empty (under which it predicts nothing known).
+        # So where the probe looks like that square, it argues for the tower no more than
+        # an unknown prediction costs: the board seen past a space that nearer towers
+        # hide is no tower of 5 whose top alone shows.
+        p = sp[TOP_OVER_BOARD]
+        board = self._cost2(_shaded_sqdist(lab_top[p], prepared=g.behind_ref))  # type: ignore[attr-defined]
+        ix.fill(T, TOP_OVER_BOARD, self._cost2(_sqdist(lab_top[p], self._block_lab))
+                + np.maximum(np.float32(UNKNOWN_COST) - board, np.float32(0.0))[None, :])
         self._learnt_costs(T, lab_top, lin_n, g)
         return T
 
@@ -398,7 +414,7 @@ class Recognizer:
         """Height (mm) of each cell's decided solid; ``blocked`` cells (under a hand) get
         ``blocked_top`` (default: the tallest tower)."""
         b = kit.blox
-        top = np.where((decision >= 1) & (decision <= 5), decision * b.block.height_mm + b.chip.thickness_mm, 0.0)
+        top = geo_mod.solid_top_mm(kit, np.where(decision == FIGURE, 0, decision))
         top = np.where(decision == FIGURE, b.figure.height_mm, top)
         tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
         return np.where(blocked, tallest if blocked_top is None else blocked_top, top)
@@ -533,14 +549,18 @@ class Recognizer:
         height to the next: the height shows only in the scale of what is on top. The
         chip is a disc of the kit's size whose rim contrasts with the top face it lies
         on; for every cell read as a tower (``decision`` 1..5, not ``blocked`` by a
-        hand, seen within ``RIM_MAX_VIEW_DEG`` of straight down) its rim is found along radial profiles in the plane of the read height's
-        chip top and a circle is fitted to it (:func:`fit_rim_circles`), its centre free
-        (offset, jitter, a wrong plane's shift from the nadir). Each tower height
-        predicts the radius seen in that plane (geo_mod.chip_radius_in_plane); the
+        hand, seen within ``RIM_MAX_VIEW_DEG`` of straight down) its rim is found along
+        radial profiles in the plane of the read height's chip top (for a tower read at
+        the tallest height, which carries no chip, in that of the tallest height that
+        does) and a circle is fitted to it (:func:`fit_rim_circles`), its centre free
+        (offset, jitter, a wrong plane's shift from the nadir). Each height that carries
+        a chip predicts the radius seen in that plane (geo_mod.chip_radius_in_plane); the
         squared misfit in units of the fit's error becomes a cost (relative to the best
-        height, capped at ``RIM_MAX_CHI2``, weighed like the probes' costs), so the
-        decision follows the chip's scale where the probes cannot tell, and the probes
-        where the rim is not seen (a nearer tower, a hand, no contrast)."""
+        height, capped at ``RIM_MAX_CHI2``, weighed like the probes' costs); the tallest
+        height, which has no chip, gets the cap: a rim found argues against it as much
+        as a rim can. So the decision follows the chip's scale where the probes cannot
+        tell, and the probes where the rim is not seen (a nearer tower, a hand, no
+        contrast, no chip)."""
         n = self.n
         extra = np.zeros((n * n, N_HYP))
         cam = self.view.camera_position()
@@ -548,12 +568,14 @@ class Recognizer:
         cells = self._steep_towers(decision, blocked, RIM_MAX_VIEW_DEG)
         if not len(cells):
             return extra
+        chipped = np.arange(1, self.kit.blox.block.max_tower)  # the heights that carry a chip
+        plane = np.minimum(decision, chipped[-1])  # where a chip would lie if the tower had one
         cache = self._pose_pixels("rim")
         pix = []
         for k in cells:
-            ck = (int(k), int(decision[k]))
+            ck = (int(k), int(plane[k]))
             if ck not in cache:
-                cache[ck] = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(decision[k]))
+                cache[ck] = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(plane[k]))
             pix.append(cache[ck])
         pix_a = np.stack(pix)  # (cells, directions, radii, 2)
         # One row of the remap per tower (the samples of a tower partly outside the frame
@@ -570,13 +592,13 @@ class Recognizer:
         away = centres[cells] - cam[:2]
         use = (np.cos(angles)[None, :] * away[:, :1] + np.sin(angles)[None, :] * away[:, 1:] >= 0) & inside[:, None]
         radius, sigma = fit_rim_circles(prof, radii, angles, use)
-        heights = np.arange(1, 6)
         for i, k in enumerate(cells):
             if not np.isfinite(radius[i]):
                 continue
-            pred = geo_mod.chip_radius_in_plane(self.view, int(decision[k]), heights)
+            pred = geo_mod.chip_radius_in_plane(self.view, int(plane[k]), chipped)
             chi2 = np.minimum(((radius[i] - pred) / sigma[i]) ** 2, RIM_MAX_CHI2)
-            extra[k, 1:6] = TEMPERATURE * (chi2 - chi2.min()) / 2
+            chi2 = np.append(chi2, RIM_MAX_CHI2)  # the tallest tower: no chip, no rim
+            extra[k, 1:FIGURE] = TEMPERATURE * (chi2 - chi2.min()) / 2
         return extra
 
     def _pose_pixels(self, reader: str) -> dict:
@@ -600,34 +622,39 @@ class Recognizer:
     def _chip_print_costs(self, frame_bgr: np.ndarray, decision: np.ndarray, blocked: np.ndarray) -> np.ndarray:
         """Extra hypothesis costs (cells, N_HYP) from the value printed on the tower's chip.
 
-        The rules put on every tower a chip whose value is the tower's height (blox.txt:
-        set-up, building; the kit's chip carries it as dark print). From a camera nearly
+        The rules put on every tower but the tallest a chip whose value is the tower's
+        height (blox.txt: set-up, building; a tower of 5 can no longer be destroyed and
+        gets none; the kit's chip carries the value as dark print). From a camera nearly
         straight above, where the side faces show little of the height, the chip is
         seen face-on: for every cell read as a tower (not ``blocked`` by a hand, seen
         within ``PRINT_MAX_VIEW_DEG`` of straight down) the chip's top is rectified
         (:func:`vision._blox_geometry.chip_print_pixels`, in the plane of the read
-        height's chip: another height's plane differs by a scale of a few percent,
-        which the matching ignores), its ink taken relative to the chip's own colour
-        (the brighter quarter of the window), and matched against the digits 1 to the
-        kit's tallest tower (:class:`vision.glyphs.GlyphBank`: position and size
-        normalised; the print upright as seen from any side of the table, the four
-        turns). A print that matches its best digit at ``PRINT_MIN_SCORE`` or better
-        makes each other height cost up to ``PRINT_COST``, in proportion to how much
-        worse its digit matches (full at ``PRINT_FULL_MARGIN``), and a figure the full
-        cost (a figure's top has no print; a cell read as a figure is read too, in the
-        plane of the tower whose chip top is nearest the figure's top, since from above a
-        chip on a pale block may pass for a yellow figure's top seen through its clear
-        body); no print, too little contrast (``PRINT_MIN_INK``: a hand, glare, a figure's
-        plain top) or a poor match: no cost."""
+        height's chip, or for a tower read at the tallest height, which has none, of
+        the tallest that has one: another height's plane differs by a scale of a few
+        percent, which the matching ignores), its ink taken relative to the chip's own
+        colour (the brighter quarter of the window), and matched against the digits of
+        the heights that carry a chip, 1 to one below the kit's tallest tower
+        (:class:`vision.glyphs.GlyphBank`: position and size normalised; the print
+        upright as seen from any side of the table, the four turns). A print that
+        matches its best digit at ``PRINT_MIN_SCORE`` or better makes each other
+        height that carries a chip cost up to ``PRINT_COST``, in proportion to how much
+        worse its digit matches (full at ``PRINT_FULL_MARGIN``), and the tallest tower
+        and a figure the full cost (neither has a printed chip on top; a cell read as a
+        figure is read too, in the plane of the tower whose chip top is nearest the
+        figure's top, since from above a chip on a pale block may pass for a yellow
+        figure's top seen through its clear body); no print, too little contrast
+        (``PRINT_MIN_INK``: a hand, glare, a figure's plain top, a tower of 5's top
+        block) or a poor match: no cost."""
         n = self.n
         extra = np.zeros((n * n, N_HYP))
         # A cell read as a figure may be a tower whose chip passes for a figure's top (a
         # yellow one, seen from above): it is read in the plane of the tower height
         # whose chip top is nearest the figure's top.
         b = self.kit.blox
+        hmax = b.block.max_tower  # the tallest tower carries no chip
         fig_plane = int(np.argmin([abs(h * b.block.height_mm + b.chip.thickness_mm - b.figure.height_mm)
-                                   for h in range(1, FIGURE)])) + 1
-        plane = np.where(decision == FIGURE, fig_plane, decision)
+                                   for h in range(1, hmax)])) + 1
+        plane = np.where(decision == FIGURE, fig_plane, np.minimum(decision, hmax - 1))
         cells = self._steep_towers(plane, blocked, PRINT_MAX_VIEW_DEG)
         if not len(cells):
             return extra
@@ -661,8 +688,8 @@ class Recognizer:
         if not canvases:
             return extra
         if self._digits is None:
-            self._digits = GlyphBank([], letters=(), digits=tuple(str(h) for h in range(1, FIGURE)))
-            self._digit_index = [self._digits.names.index(str(h)) for h in range(1, FIGURE)]
+            self._digits = GlyphBank([], letters=(), digits=tuple(str(h) for h in range(1, hmax)))
+            self._digit_index = [self._digits.names.index(str(h)) for h in range(1, hmax)]
         # The four turns of each print (its box turns with it; the canvas is square).
         C = np.array(canvases)
         turns = np.stack([np.rot90(C, t, axes=(1, 2)) for t in range(4)], axis=1).reshape(-1, *C.shape[1:])
@@ -671,8 +698,8 @@ class Recognizer:
         best = per.max(axis=1)
         for i, p, top in zip(owner, per, best):
             if top >= PRINT_MIN_SCORE:
-                extra[cells[i], 1:FIGURE] = PRINT_COST * np.clip((top - p) / PRINT_FULL_MARGIN, 0, 1)
-                extra[cells[i], FIGURE] = PRINT_COST  # a printed chip is no figure
+                extra[cells[i], 1:hmax] = PRINT_COST * np.clip((top - p) / PRINT_FULL_MARGIN, 0, 1)
+                extra[cells[i], hmax:] = PRINT_COST  # a printed chip is on no tower of 5 and no figure
         return extra
 
     # ------------------------------------------------------------------ process

@@ -343,8 +343,9 @@ def _drifted(rgb: tuple, name: str, drift: dict) -> np.ndarray:
 
 
 def blox_solids(kit: Kit, state: dict, drift: dict, rng: np.random.Generator) -> tuple[list[Face], list[tuple]]:
-    """Faces of towers (with point chips) and figures, and text labels to draw after them
-    (none for Blox: a chip's value travels with its top face, ``Face.label``)."""
+    """Faces of towers (with point chips on the destroyable ones, below the kit's tallest
+    height) and figures, and text labels to draw after them (none for Blox: a chip's
+    value travels with its top face, ``Face.label``)."""
     b = kit.blox
     faces: list[Face] = []
     labels: list[tuple] = []
@@ -361,6 +362,11 @@ def blox_solids(kit: Kit, state: dict, drift: dict, rng: np.random.Generator) ->
                     faces += box_faces(cx0 + dx, cy0 + dy, z, b.block.footprint_mm, b.block.footprint_mm,
                                        b.block.height_mm - 0.3, ang, _drifted(b.colors[color], color, drift))
                     z -= b.block.height_mm
+                if len(cell["tower"]) >= b.block.max_tower:
+                    # A tower of the tallest height can no longer be destroyed: it carries no
+                    # point chip (blox.txt, building: the remark on towers of 5; table-kit.md:
+                    # a point chip on a destroyable tower).
+                    continue
                 chip = prism_faces(cx0, cy0, z, b.chip.diameter_mm / 2, b.chip.thickness_mm,
                                    _drifted(b.chip.color, "chip", drift))
                 # The value is printed on the chip's top: drawn with that face, so a nearer

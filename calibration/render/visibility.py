@@ -38,8 +38,9 @@ class BloxVisibility:
 
     ``square[r][c]``: the board square of the space (what an empty space shows);
     ``levels[(r, c)]``: per tower level, bottom to top; ``chip[(r, c)]``: the tower's
-    point chip; ``figure[(r, c)]``: a figure's coloured top. Areas count partly covered
-    output pixels by their covered fraction. ``core`` holds the same items counted by
+    point chip (towers below the kit's tallest height only: the tallest carries none);
+    ``figure[(r, c)]``: a figure's coloured top. Areas count partly covered output
+    pixels by their covered fraction. ``core`` holds the same items counted by
     their *core* pixels only: output pixels wholly of the item whose eight neighbours
     are wholly of it too, the pixels whose colour no edge mixes (a sliver one or two
     pixels wide has none)."""
@@ -181,7 +182,8 @@ def _from_counts(state: dict[str, Any], ids: ItemIds, counts: np.ndarray) -> Blo
         for c, cell in enumerate(row):
             if cell and "tower" in cell:
                 levels[(r, c)] = [float(counts[ids.piece(r, c, k)]) for k in range(len(cell["tower"]))]
-                chip[(r, c)] = float(counts[ids.piece(r, c, ids.chip_slot)])
+                if len(cell["tower"]) < ids.chip_slot:  # the tallest tower carries no chip (scene.blox_solids)
+                    chip[(r, c)] = float(counts[ids.piece(r, c, ids.chip_slot)])
             elif cell and "figure" in cell:
                 figure[(r, c)] = float(counts[ids.piece(r, c, ids.figure_slot)])
     return BloxVisibility(square, levels, chip, figure)
