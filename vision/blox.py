@@ -23,7 +23,16 @@ How a frame is read (issue 8):
 3. Hands and arms (:mod:`vision.hands`) mark probes as unseen and cells as occluded
    (a cell whose square is ``HAND_CELL_COVER`` under the slightly grown hand mask).
    For hiding the cells behind it, a cell under a hand holds at most what was last
-   read there plus one block (or a figure), not the tallest tower.
+   read there plus one block (or a figure), not the tallest tower. An arm close under
+   the camera can pass for board colour (the light is then fitted on it) and escape
+   the detector in part or wholly; once the cells are read (step 4), what they read
+   as gives it away (:mod:`vision._blox_hands`): towers without their chip and spaces
+   that fit their colour badly. Next to a hand found they are more of the hand (its
+   cells grow through them); many of them away from any hand found are an arm that
+   cannot be placed, and every cell is occluded. So is every cell while a hand is
+   seen and the pose was found from the board's outline alone (no marker seen), unless
+   most spaces confirm it (``PRIOR_MIN_INLIERS`` of them agree on one light): the
+   outline may be the arm's.
 4. Every hypothesis is scored against the pixels: each probe costs its truncated
    squared CIELAB distance to what the hypothesis predicts there (the surveyed space
    colour, the chip, the best block colour *per level*, the best figure colour), or a
@@ -80,8 +89,9 @@ How a frame is read (issue 8):
    and a tower's level colours are chosen jointly along the tower (dynamic programming
    over the levels; per-level confidences from the min-marginals).
 
-Stability (:mod:`vision.motion`): a frame is ``stable`` only when no hand is seen, no
-cell is occluded by a hand and the low-resolution motion gate has seen the scene still
+Stability (:mod:`vision.motion`): a frame is ``stable`` only when no hand is seen (nor
+an arm by what the cells read as), no cell is occluded by a hand and the
+low-resolution motion gate has seen the scene still
 for ``stable_seconds`` (a cell hidden behind a tower for good does not stop commits:
 it is guessed at low confidence or reported occluded, and the referee keeps such a
 cell's committed content); a frame read exactly like the previous one tolerates a moderate
@@ -103,6 +113,7 @@ import cv2
 import numpy as np
 
 from vision import _blox_geometry as geo_mod
+from vision import _blox_hands as hands_mod
 from vision import _blox_score as score_mod
 from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
                                    G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
@@ -164,7 +175,9 @@ PRINT_MIN_INK = 0.3  # the print must be this much darker than the chip (1 - lum
 PRINT_MIN_SCORE = 0.6  # a print matches the best digit at least this well (normalised correlation) ...
 PRINT_FULL_MARGIN = 0.05  # ... and a height whose digit matches this much worse costs PRINT_COST in full
 PRINT_COST = 24.0  # (probe cost units: as much as the chip's radius can argue, TEMPERATURE * RIM_MAX_CHI2 / 2)
-PRIOR_MIN_INLIERS = 0.5  # a frame's light is kept as the next frame's prior when this many spaces agreed (no hand)
+# A frame's light is kept as the next frame's prior when this many spaces agreed (no hand);
+# and a pose found without markers under a hand is trusted only when this many agree.
+PRIOR_MIN_INLIERS = 0.5
 
 
 #: motion is watched over the board plus this fraction of its width on every side
@@ -730,8 +743,6 @@ class Recognizer:
         balance = self.colours.balance(slin, self._space_lin_flat[g.space_cell], g.space_xy,  # type: ignore[attr-defined]
                                        seek_mode=True, prior=self._balance_prior)
         hands = self.hand_detector.detect(frame_bgr, balance)
-        if not hands.any and balance.inliers >= PRIOR_MIN_INLIERS:
-            self._balance_prior = balance
         lin_n = _normalise_by_cell(balance, lin, g.cell, g.cell_centres)  # type: ignore[attr-defined]
         lab_top = lab(lin_n)
         seen = finite.copy()
@@ -781,6 +792,22 @@ class Recognizer:
             hand_hidden = hid / np.maximum(tot, 1)
         own_visible = cnt[np.arange(n * n), decision, :].sum(axis=1) - cnt[np.arange(n * n), decision, G_UNKNOWN]
         hand_occ = hand_cells | (hand_hidden >= 0.2)
+        # An arm the colours did not find (or found only in part): the cells it covers
+        # read as towers without their chip, or as spaces that fit their colour badly
+        # (vision._blox_hands). And with a hand over the board, a pose found from the
+        # board's outline alone (its markers unseen: the arm may lie over them) may be
+        # the arm's outline: unless most spaces show their colours under one light where
+        # it puts them, nothing is read.
+        grown, hidden_arm = hands_mod.arm_cells(
+            hand_occ.reshape(n, n), hands.any, hands_mod.foreign_cells(decision, S, cnt).reshape(n, n),
+            hands_mod.poorly_fitting(decision, S, cnt).reshape(n, n))
+        hand_occ = grown.reshape(-1)
+        if hands.any and getattr(self.view.pose, "method", "markers") == "markerless" \
+                and balance.inliers < PRIOR_MIN_INLIERS:
+            hand_occ = np.ones(n * n, bool)
+        hand_seen = hands.any or hidden_arm
+        if not hand_seen and balance.inliers >= PRIOR_MIN_INLIERS:
+            self._balance_prior = balance
         # A cell hidden behind nearer pieces is read from what remains visible; it is
         # reported occluded only when that evidence does not decide it (below).
         square_visible = cnt[:, EMPTY, G_OWN]
@@ -835,7 +862,7 @@ class Recognizer:
                 cc = min([cc] + confs)
                 cells[r][c] = {"tower": tower}
             if undecided[k]:
-                if h != EMPTY or hyp_l[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0 or hands.any:
+                if h != EMPTY or hyp_l[k] < HIDDEN_GUESS_MIN or square_visible[k] == 0 or hand_seen:
                     # What is left of it argues for several readings, or for a piece that
                     # nothing shows clearly (free colours fit whatever is seen past the
                     # nearer tower): not read. Nor while a hand is over the board: the
@@ -852,13 +879,14 @@ class Recognizer:
             conf[r, c] = cc
         same = self._prev_cells is not None and self._prev_cells == cells
         self._prev_cells = cells
-        motion = self._motion(frame_bgr, t, lores, blocked=hands.any or bool(hand_occ.any()), consistent=same)
+        motion = self._motion(frame_bgr, t, lores, blocked=hand_seen or bool(hand_occ.any()), consistent=same)
         # Only hands block a commit: a cell a tall tower hides for good must not stop the
         # game (the referee keeps an occluded or doubtful cell's committed content).
-        stable = bool(motion.stable and not hands.any and not hand_occ.any())
+        stable = bool(motion.stable and not hand_seen and not hand_occ.any())
         self.last = {"decision": decision.reshape(n, n), "hyp_conf": hyp_conf.reshape(n, n), "balance": balance,
                      "hands": hands, "side_shade": self.side_shade.copy(), "counts": cnt[np.arange(n * n), decision], "motion": motion, "pose": check.status.value,
                      "hand_cells": hand_cells.reshape(n, n), "hand_hidden": hand_hidden.reshape(n, n),
+                     "hand_occ": hand_occ.reshape(n, n), "hidden_arm": hidden_arm,
                      "hidden_cell": hidden_cell.reshape(n, n), "square_visible": square_visible.reshape(n, n)}
         return self._observation(index, t, stable, occluded, cells, conf,
                                  extra={"pose": check.status.value} if check.status.value != "ok" else None)
