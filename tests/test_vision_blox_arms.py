@@ -91,12 +91,16 @@ def _costs(decision: list[int], chip_cost: float, chip_probes: float, own_cost: 
 
 def test_a_tower_whose_chip_is_not_seen_is_foreign():
     cap = hands_mod.CHIPLESS_COST
-    # towers of 1 and 5 blocks with their chip, one without, and one without too few probes seen
-    dec, S, cnt = _costs([1, 5, 5, 3], 0.4, 30, 0.0, 0)
-    S[2, 5, G_CHIP, 0] = cap * 30
+    # towers of 1 and 4 blocks with their chip, one without, and one without too few probes seen
+    dec, S, cnt = _costs([1, 4, 4, 3], 0.4, 30, 0.0, 0)
+    S[2, 4, G_CHIP, 0] = cap * 30
     cnt[3, 3, G_CHIP] = hands_mod.CHIP_MIN_PROBES - 1
     S[3, 3, G_CHIP, 0] = 4.5 * cnt[3, 3, G_CHIP]
     assert hands_mod.foreign_cells(dec, S, cnt).tolist() == [False, False, True, False]
+    # the tallest tower has no chip to check (blox.txt: no token on a 5-block tower): it
+    # counts with them, whatever its (absent) chip probes say
+    dec, S, cnt = _costs([5, 4], 0.0, 0, 0.0, 0)
+    assert hands_mod.foreign_cells(dec, S, cnt).tolist() == [True, False]
     # an empty space or a figure has no chip to miss
     dec, S, cnt = _costs([EMPTY, 6], 4.5, 30, 0.0, 30)
     assert not hands_mod.foreign_cells(dec, S, cnt).any()

@@ -8,14 +8,19 @@ normalised to a board colour and the detector finds the arm only in part, or not
 (skin this dark is close to the black and grey spaces). The reading of the cells under
 it then tells what colour could not:
 
-* every tower carries a point chip on top (blox.txt: set-up, building), seen wherever
-  the tower's top is seen. A cell read as a tower whose chip probes (enough of them
-  seen) fit the chip's colour no better than ``CHIPLESS_COST`` on average is no tower
-  (:func:`foreign_cells`): an arm read against the hypotheses looks most like the
-  tallest tower, whose image is the largest, but it has no chip. On development scenes
-  a tower seen by the camera never read so; an arm over the board read so on 5 to 44
-  cells, and a large glare spot up to 6 (a bright patch passes for the top of a tall
-  white tower, and it has no chip either);
+* every tower below the tallest carries a point chip on top (blox.txt: set-up,
+  building), seen wherever the tower's top is seen. A cell read as such a tower whose
+  chip probes (enough of them seen) fit the chip's colour no better than
+  ``CHIPLESS_COST`` on average is no tower (:func:`foreign_cells`). On development
+  scenes a tower seen by the camera never read so; an arm over the board read so on 5
+  to 44 cells, and a large glare spot up to 6 (a bright patch passes for the top of a
+  tall white tower);
+* the tallest tower carries no chip (blox.txt: a 5-block tower gets no token), so
+  nothing in its colours tells it from an arm, which, read against the hypotheses,
+  looks most like it (its image is the largest). Cells read so are counted with the
+  chipless towers: the game's 40 blocks (blox.txt, contents) make at most 8 such towers,
+  so ``FOREIGN_BOARD_CELLS`` of them are not all towers, and next to a hand found one
+  may be the hand (a real one there is occluded only while the hand is seen);
 * a cell read as empty whose own square fits its surveyed colour worse than
   ``POOR_FIT_COST`` on average (:func:`poorly_fitting`): a space seen through nothing
   fits it far better (on development scenes 99% of the empty spaces seen without a
@@ -49,9 +54,10 @@ CHIPLESS_COST = 3.0
 # 8.5 dE): worse than 99% of the empty spaces seen without a hand on development scenes.
 POOR_FIT_COST = 1.0
 POOR_FIT_MIN_PROBES = 10  # (own-square probes that must be seen for the fit to say anything)
-# Chipless towers that make the whole board doubtful (see the module docstring): twice as
-# many as a large glare spot makes (a cluster of up to 6 on development scenes without a
-# hand; at most 10 beside a hand found; an arm over the whole board made 22 to 44) ...
+# Chipless towers that make the whole board doubtful (see the module docstring): more
+# tallest towers than the game's 40 blocks can build (8), and twice as many as a large
+# glare spot makes (a cluster of up to 6 on development scenes without a hand; at most
+# 10 beside a hand found; an arm over the whole board made 22 to 44) ...
 FOREIGN_BOARD_CELLS = 12
 # ... or chipless towers and poorly fitting spaces together: a third of the board (scenes
 # without a hand showed at most 14, under glare spots; an arm over the whole board 30 to 46).
@@ -66,14 +72,15 @@ def _per_probe(total: np.ndarray, count: np.ndarray, minimum: float) -> np.ndarr
 
 
 def foreign_cells(decision: np.ndarray, S: np.ndarray, cnt: np.ndarray) -> np.ndarray:
-    """(cells,) bool: cells read as towers whose chip is not seen where it must be.
+    """(cells,) bool: cells read as towers whose chip is not seen where it must be, and
+    cells read as the tallest tower, which has no chip to check (see the module docstring).
 
     ``S`` (cells, N_HYP, N_GTYPES, 4) the group cost sums and ``cnt`` (cells, N_HYP,
     N_GTYPES) the probes seen of each hypothesis (:meth:`vision.blox.Recognizer._score`)."""
     k = np.arange(len(decision))
     tower = (decision >= 1) & (decision < FIGURE)
     cost = _per_probe(S[k, decision, G_CHIP, 0], cnt[k, decision, G_CHIP], CHIP_MIN_PROBES)
-    return tower & (np.nan_to_num(cost, nan=0.0) >= CHIPLESS_COST)
+    return (tower & (np.nan_to_num(cost, nan=0.0) >= CHIPLESS_COST)) | (decision == FIGURE - 1)  # the tallest tower
 
 
 def poorly_fitting(decision: np.ndarray, S: np.ndarray, cnt: np.ndarray) -> np.ndarray:
