@@ -802,7 +802,7 @@ class Recognizer:
             hand_occ.reshape(n, n), hands.any, hands_mod.foreign_cells(decision, S, cnt).reshape(n, n),
             hands_mod.poorly_fitting(decision, S, cnt).reshape(n, n))
         hand_occ = grown.reshape(-1)
-        if hands.any and getattr(self.view.pose, "method", "markers") == "markerless" \
+        if hands.any and self.view.pose is not None and self.view.pose.method == "markerless" \
                 and balance.inliers < PRIOR_MIN_INLIERS:
             hand_occ = np.ones(n * n, bool)
         hand_seen = hands.any or hidden_arm
