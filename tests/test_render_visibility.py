@@ -7,47 +7,25 @@ one block's colour changes are that block's visible pixels.
 from __future__ import annotations
 
 import copy
-import math
 
 import cv2
 import numpy as np
 import pytest
 
-from calibration.camera import default_intrinsics
-from calibration.kit import load_kit
 from calibration.render import scene as sc
-from calibration.render.states import empty_state
-from calibration.render.view import look_at
 from calibration.render.visibility import HAND, ItemIds, blox_id_buffer, blox_visibility
 
-KIT = load_kit()
+from render_helpers import KIT, blox_state, centred_setup
+
 N = KIT.blox.spaces
 S = KIT.blox.space_mm
 OTHER = {"black": "white", "white": "black", "grey": "purple", "purple": "grey"}
 SEED = 8_811_000  # dev seeds only
-
-
-def _setup(tilt_deg: float, height_mm: float = 700.0) -> sc.SetUp:
-    """A camera looking at the board's centre space (4, 4), tilted toward the far edge
-    (so it stands over the near side)."""
-    centre = np.array([4.5 * S, 4.5 * S, 0.0])
-    pos = centre + np.array([0.0, height_mm * math.tan(math.radians(tilt_deg)), -height_mm])
-    R, t = look_at(pos, centre)
-    return sc.SetUp(KIT, "blox", default_intrinsics("cm3", 640, 360), "cm3", R, t, height_mm, tilt_deg, "oak", {})
-
-
-def _state(cells: dict[tuple[int, int], dict]) -> dict:
-    state = empty_state(KIT, "blox")
-    for (r, c), cell in cells.items():
-        state["cells"][r][c] = cell
-    return state
-
-
 TOWER = {"tower": ["black", "white", "grey", "purple", "white"]}
 
 
 def test_nadir_tower_shows_its_top_level_only():
-    vis = blox_visibility(_setup(0.0), _state({(4, 4): TOWER}), SEED)
+    vis = blox_visibility(centred_setup(0.0), blox_state({(4, 4): TOWER}), SEED)
     levels = vis.levels[(4, 4)]
     top = levels[-1]
     assert top > 150  # the top face (around the chip) from straight above
@@ -59,29 +37,29 @@ def test_nadir_tower_shows_its_top_level_only():
 
 
 def test_oblique_tower_shows_every_level():
-    vis = blox_visibility(_setup(35.0), _state({(4, 4): TOWER}), SEED)
+    vis = blox_visibility(centred_setup(35.0), blox_state({(4, 4): TOWER}), SEED)
     assert min(vis.levels[(4, 4)]) > 30  # the near side faces of every block
     assert min(vis.core.levels[(4, 4)]) > 5
     assert vis.space_visible(4, 4, 30)
 
 
 def test_nearer_tower_hides_the_space_behind_it():
-    setup = _setup(35.0)
-    alone = blox_visibility(setup, _state({(4, 4): {"tower": ["grey"]}}), SEED)
+    setup = centred_setup(35.0)
+    alone = blox_visibility(setup, blox_state({(4, 4): {"tower": ["grey"]}}), SEED)
     # The camera stands over the near side (larger rows): a tall tower one row nearer
     # hides most of the short one behind it.
-    hidden = blox_visibility(setup, _state({(5, 4): TOWER, (4, 4): {"tower": ["grey"]}}), SEED)
+    hidden = blox_visibility(setup, blox_state({(5, 4): TOWER, (4, 4): {"tower": ["grey"]}}), SEED)
     assert hidden.levels[(4, 4)][0] < 0.5 * alone.levels[(4, 4)][0]
-    empty = blox_visibility(setup, _state({}), SEED)
-    behind = blox_visibility(setup, _state({(5, 4): TOWER}), SEED)
+    empty = blox_visibility(setup, blox_state({}), SEED)
+    behind = blox_visibility(setup, blox_state({(5, 4): TOWER}), SEED)
     assert behind.square[4, 4] < 0.7 * empty.square[4, 4]
     # Squares count what shows of them: a whole unobstructed space is about its area in pixels.
     assert empty.square[8, 8] > 0.5 * empty.square[4, 4]
 
 
 def test_hand_hides_what_is_under_it():
-    setup = _setup(20.0)
-    state = _state({(4, 4): TOWER})
+    setup = centred_setup(20.0)
+    state = blox_state({(4, 4): TOWER})
     hand = sc.Hand(target=(4.5 * S, 4.5 * S), height=110.0, side="near")
     buf = blox_id_buffer(setup, state, SEED, hands=[hand])
     assert (buf == HAND).any()
@@ -92,8 +70,8 @@ def test_hand_hides_what_is_under_it():
 def test_id_buffer_matches_the_rendered_pixels(tilt, level):
     """Recolour one block: the image changes exactly where the buffer puts that block
     (nothing where it is hidden)."""
-    setup = _setup(tilt)
-    state = _state({(4, 4): TOWER, (4, 5): {"tower": ["purple", "black"]}, (5, 4): {"figure": "green"}})
+    setup = centred_setup(tilt)
+    state = blox_state({(4, 4): TOWER, (4, 5): {"tower": ["purple", "black"]}, (5, 4): {"figure": "green"}})
     cond = sc.Conditions(noise=0.0, jpeg=None)
     seed = SEED + 1
     base = sc.render_frame(setup, state, cond, seed).image.astype(int)

@@ -11,25 +11,21 @@ print) argues against 5.
 from __future__ import annotations
 
 import copy
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from calibration.camera import default_intrinsics
-from calibration.kit import load_kit
 from calibration.render import scene as sc
 from calibration.render.fixtures import write_scene, write_setup
-from calibration.render.states import empty_state
 from calibration.render.textures import default_blox_colors
-from calibration.render.view import look_at
 from calibration.render.visibility import ItemIds, blox_id_buffer, blox_visibility
 from vision import _blox_geometry as geo
 from vision import make_recognizer
 from vision.evaluate import calibration_from_dir, read_image
 
-KIT = load_kit()
+from render_helpers import KIT, blox_state, centred_setup
+
 B = KIT.blox
 HMAX = B.block.max_tower
 S = B.space_mm
@@ -37,21 +33,6 @@ SEED = 8_975_000  # development seeds only
 FIVE = {"tower": ["black", "white", "grey", "purple", "white"]}
 FOUR = {"tower": ["purple", "grey", "white", "black"]}
 OTHER = {"black": "white", "white": "black", "grey": "purple", "purple": "grey"}
-
-
-def _setup(tilt_deg: float, height_mm: float = 700.0) -> sc.SetUp:
-    """A camera over the board's centre space (4, 4), tilted toward the far edge."""
-    centre = np.array([4.5 * S, 4.5 * S, 0.0])
-    pos = centre + np.array([0.0, height_mm * math.tan(math.radians(tilt_deg)), -height_mm])
-    R, t = look_at(pos, centre)
-    return sc.SetUp(KIT, "blox", default_intrinsics("cm3", 640, 360), "cm3", R, t, height_mm, tilt_deg, "oak", {})
-
-
-def _state(cells: dict[tuple[int, int], dict]) -> dict:
-    state = empty_state(KIT, "blox")
-    for (r, c), cell in cells.items():
-        state["cells"][r][c] = copy.deepcopy(cell)
-    return state
 
 
 def test_the_rules_make_only_the_tallest_tower_chipless():
@@ -66,8 +47,8 @@ def test_the_rules_make_only_the_tallest_tower_chipless():
 @pytest.mark.parametrize("tilt", [0.0, 30.0])
 def test_renderer_puts_no_chip_on_a_tower_of_5(tilt):
     """The ID buffer holds a chip for the 4-block tower and none for the 5-block one."""
-    setup = _setup(tilt)
-    state = _state({(4, 4): FIVE, (4, 6): FOUR})
+    setup = centred_setup(tilt)
+    state = blox_state({(4, 4): FIVE, (4, 6): FOUR})
     ids = ItemIds.of(KIT)
     buf = blox_id_buffer(setup, state, SEED)
     assert (buf == ids.piece(4, 6, ids.chip_slot)).sum() > 50
@@ -83,9 +64,9 @@ def test_renderer_puts_no_chip_on_a_tower_of_5(tilt):
 def test_the_centre_of_a_tower_of_5_shows_its_top_block():
     """Pixels: recolouring the top block changes the centre of a 5-block tower's top
     face (nothing covers it) but not the centre of a 4-block tower's (its chip does)."""
-    setup = _setup(0.0)
+    setup = centred_setup(0.0)
     cond = sc.Conditions(noise=0.0, jpeg=None)
-    state = _state({(4, 4): FIVE, (4, 6): FOUR})
+    state = blox_state({(4, 4): FIVE, (4, 6): FOUR})
     base = sc.render_frame(setup, state, cond, SEED).image.astype(int)
     other = copy.deepcopy(state)
     for r, c in ((4, 4), (4, 6)):
