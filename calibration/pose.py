@@ -397,7 +397,14 @@ class PoseTracker:
         fits = fit_quads(items, self._cells)
         return {i: q + o for i, q, o in zip(keys, fits, origins) if q is not None}
 
-    def check(self, image: np.ndarray) -> PoseCheck:
+    def check(self, image: np.ndarray, *, search_frame: bool = False) -> PoseCheck:
+        """Re-check the pose on ``image`` (see :class:`PoseStatus`).
+
+        ``search_frame``: when the markers are not confirmed near where the pose puts
+        them, look for them in the whole frame (the start-up search) before answering
+        ``unverified``. For a pose that may be far off (one not from markers): its
+        expected marker places can be anywhere, so the markers would never be looked
+        for where they are."""
         if self.pose is None:
             return self._refind(image, 0.0)
         quick = self._verify_fast(image)
@@ -412,6 +419,10 @@ class PoseTracker:
             return PoseCheck(PoseStatus.OK, self.pose, shift, sorted(seen))
         if len(seen) - len(still) >= 1 and (len(seen) - len(still) >= len(still) or len(still) < self.min_markers):
             return self._refind(image, shift)
+        if search_frame:
+            found = self._refind(image, shift)
+            if found.status == PoseStatus.MOVED:
+                return found
         return PoseCheck(PoseStatus.UNVERIFIED, self.pose, shift, sorted(seen))
 
     def _refind(self, image: np.ndarray, shift: float) -> PoseCheck:

@@ -97,6 +97,9 @@ class BoardView:
         self._warps: dict[tuple, _Warp] = {}
         self._cam_pos: np.ndarray | None = None
         self._candidate: BoardPose | None = None  # a re-found pose awaiting its second sighting
+        # The calibration found the markers, so they are on this table: a pose from the
+        # outline held meanwhile has them looked for in the whole frame (see update).
+        self._markers_on_table = calibration.pose is None or calibration.pose.method == "markers"
 
     # ------------------------------------------------------------------ pose
     @property
@@ -139,30 +142,42 @@ class BoardView:
 
         ``status`` becomes ``ok``, ``moved`` (re-found, ``version`` bumped),
         ``unverified`` (too few markers seen, e.g. hands over them, or a re-found pose
-        not yet confirmed: pose kept) or ``lost``. Without markers at all a board is
-        looked for by its outline.
+        not yet confirmed: pose kept) or ``lost`` (pose kept but doubted). Without
+        markers at all a board is looked for by its outline.
 
         A pose re-found from markers is taken only when two consecutive frames find the
         same one (or it agrees with the pose held): markers half under a hand, or
         smeared by its motion, can give a pose a little off, and a wrong pose would
-        misread every frame after it. A board that really moved costs one frame."""
+        misread every frame after it. A board that really moved costs one frame.
+
+        The same holds for a pose from the board's outline when the markers are lost:
+        an arm over the markers and much of the board has an outline too, and a pose
+        taken from it once would be kept (the markers then looked for where it puts
+        them, never found). So an outline pose is taken only when it agrees with the
+        pose held or with the last frame's outline; otherwise the frame is ``lost`` and
+        the pose held is kept. A pose from the outline is less sure than one from
+        markers: while it is held, markers not found where it puts them are looked for
+        in the whole frame (when the calibration's pose came from markers, so they are
+        on the table), and a pose from them replaces it at once."""
         self._ensure_size(frame)
         before = self.tracker.pose
-        check = self.tracker.check(frame)
-        if check.status == PoseStatus.MOVED and before is not None and check.pose is not None:
-            candidate, self._candidate = self._candidate, check.pose
-            if not (self._agree(check.pose, before) or (candidate is not None and self._agree(check.pose, candidate))):
-                self.tracker.set_pose(before)
-                check = PoseCheck(PoseStatus.UNVERIFIED, before, check.shift_px, check.seen)
-            else:
-                self._candidate = None
-        else:
-            self._candidate = None
+        outline_held = before is not None and before.method != "markers"
+        check = self.tracker.check(frame, search_frame=outline_held and self._markers_on_table)
+        candidate, self._candidate = self._candidate, None
+        if check.status == PoseStatus.MOVED and before is not None and check.pose is not None \
+                and not (outline_held or self._agree(check.pose, before)
+                         or (candidate is not None and self._agree(check.pose, candidate))):
+            self._candidate = check.pose
+            self.tracker.set_pose(before)
+            check = PoseCheck(PoseStatus.UNVERIFIED, before, check.shift_px, check.seen)
         if check.status == PoseStatus.LOST or (before is None and check.pose is None):
             pose = self._markerless(frame)
             if pose is not None:
-                self.tracker.set_pose(pose)
-                check = PoseCheck(PoseStatus.MOVED, pose, check.shift_px, [])
+                if before is None or self._agree(pose, before) or (candidate is not None and self._agree(pose, candidate)):
+                    self.tracker.set_pose(pose)
+                    check = PoseCheck(PoseStatus.MOVED, pose, check.shift_px, [])
+                else:
+                    self._candidate = pose
         self.status = check.status.value
         if self.tracker.pose is not before:
             self._changed()
