@@ -208,6 +208,28 @@ def test_recognizer_rejects_bad_frames(cal_file):
         rec.process(np.zeros((500, 500, 3), np.uint8), 0.0, 0)
 
 
+def test_motion_is_watched_over_the_whole_frame_where_the_apron_cannot_be_projected(cal_file, monkeypatch):
+    """A corner of the motion apron outside what the lens model projects (a wide lens)
+    makes the low-resolution motion gate watch the whole frame, not a hull of garbage."""
+    from calibration.store import load_calibration
+
+    rec = make_recognizer("blox", load_calibration(cal_file))
+    frame = read_image(FIX / "neutral" / "frames" / "000000.jpg")
+    rec.process(frame, 0.0, 0)
+    assert not rec._lores_roi[1].all()  # the board and its apron, not the whole frame
+    project = rec.view.project
+
+    def with_a_lost_corner(points):
+        out = project(points)
+        out[0] = np.nan
+        return out
+
+    monkeypatch.setattr(rec.view, "project", with_a_lost_corner)
+    rec._lores_roi = None
+    rec._motion(frame, 0.25, None, blocked=False)
+    assert rec._lores_roi[1].all()
+
+
 # ------------------------------------------------------------------ pieces hiding pieces, glare, probe weights
 
 

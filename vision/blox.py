@@ -908,9 +908,15 @@ class Recognizer:
                                 [-m, -m, -hmax], [w_mm + m, -m, -hmax], [w_mm + m, w_mm + m, -hmax],
                                 [-m, w_mm + m, -hmax]], float)
             pts = self.view.project(corners) * [sx, sy]
-            mask = np.zeros(small.shape, np.uint8)
-            cv2.fillConvexPoly(mask, cv2.convexHull(np.round(pts).astype(np.int32)), 1)
-            self._lores_roi = (key, mask.astype(bool))
+            if np.isfinite(pts).all():
+                mask = np.zeros(small.shape, np.uint8)
+                cv2.fillConvexPoly(mask, cv2.convexHull(np.round(pts).astype(np.int32)), 1)
+                roi = mask.astype(bool)
+            else:
+                # A corner of the apron lies where the lens model does not project (far
+                # out of a wide lens's view): the whole frame is watched instead.
+                roi = np.ones(small.shape, bool)
+            self._lores_roi = (key, roi)
         return self.gate.update(None, t, roi=self._lores_roi[1], blocked=blocked, lores=small, consistent=consistent)
 
     def _observation(self, index: int, t: float, stable: bool, occluded: list[list[int]], cells: list[list[Any]],
