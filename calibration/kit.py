@@ -60,6 +60,13 @@ class BlockSpec:
     max_rotation_deg: float
     max_tower: int
 
+    def carries_chip(self, height: int) -> bool:
+        """Whether a tower of ``height`` blocks carries a point chip: every tower the rules
+        let be destroyed, that is every tower below the tallest (blox.txt, building: "when
+        a tower of 5 blocks is built, no victory point token is placed on it, since it can
+        no longer be destroyed"; table-kit.md: a point chip on a destroyable tower)."""
+        return 1 <= height < self.max_tower
+
 
 @dataclass(frozen=True)
 class ChipSpec:

@@ -96,14 +96,14 @@ def test_a_tower_whose_chip_is_not_seen_is_foreign():
     S[2, 4, G_CHIP, 0] = cap * 30
     cnt[3, 3, G_CHIP] = hands_mod.CHIP_MIN_PROBES - 1
     S[3, 3, G_CHIP, 0] = 4.5 * cnt[3, 3, G_CHIP]
-    assert hands_mod.foreign_cells(dec, S, cnt).tolist() == [False, False, True, False]
+    assert hands_mod.foreign_cells(dec, S, cnt, load_kit().blox.block).tolist() == [False, False, True, False]
     # the tallest tower has no chip to check (blox.txt: no token on a 5-block tower): it
     # counts with them, whatever its (absent) chip probes say
     dec, S, cnt = _costs([5, 4], 0.0, 0, 0.0, 0)
-    assert hands_mod.foreign_cells(dec, S, cnt).tolist() == [True, False]
+    assert hands_mod.foreign_cells(dec, S, cnt, load_kit().blox.block).tolist() == [True, False]
     # an empty space or a figure has no chip to miss
     dec, S, cnt = _costs([EMPTY, 6], 4.5, 30, 0.0, 30)
-    assert not hands_mod.foreign_cells(dec, S, cnt).any()
+    assert not hands_mod.foreign_cells(dec, S, cnt, load_kit().blox.block).any()
 
 
 def test_an_empty_space_that_fits_its_colour_badly_is_poorly_fitting():

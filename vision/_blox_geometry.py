@@ -7,8 +7,8 @@ content could show: its own square and the image of the tallest tower standing o
 it. For every hypothesis about the cell (empty, a tower of 1..5 blocks, a figure) the
 ray through each probe is cast against that hypothesis's solid (nominal kit sizes: the
 block footprint and height, the chip disc on a tower below the tallest height -- a
-tower of 5 carries none, :func:`carries_chip` --, the figure's coloured top; the clear
-figure body lets the space show through) and the probe gets a
+tower of 5 carries none, :meth:`calibration.kit.BlockSpec.carries_chip` --, the
+figure's coloured top; the clear figure body lets the space show through) and the probe gets a
 *label*: what it would see. Probes near an edge between two surfaces, by less than
 the kit's block offset and rotation allow, are labelled ambiguous, so the pieces'
 placement jitter never decides anything; a board probe that the tower's footprint,
@@ -80,20 +80,12 @@ SIDE_MARGIN_PX = 2.0
 WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
 
 
-def carries_chip(kit: Kit, h: int) -> bool:
-    """Whether a tower of ``h`` blocks carries a point chip: every tower the rules let be
-    destroyed, that is every tower below the kit's tallest height (blox.txt, building:
-    "when a tower of 5 blocks is built, no victory point token is placed on it, since it
-    can no longer be destroyed"; table-kit.md: a point chip on a destroyable tower)."""
-    return 1 <= h < kit.blox.block.max_tower
-
-
 def solid_top_mm(kit: Kit, h: np.ndarray) -> np.ndarray:
     """Height (mm) of the top of a tower of ``h`` blocks (array): its blocks, and its chip
-    when it carries one (:func:`carries_chip`); 0 for ``h`` = 0."""
+    when it carries one (``BlockSpec.carries_chip``); 0 for ``h`` = 0."""
     b = kit.blox
     h = np.asarray(h)
-    chip = (h >= 1) & (h < b.block.max_tower)
+    chip = np.isin(h, [k for k in range(1, b.block.max_tower + 1) if b.block.carries_chip(k)])
     return h * b.block.height_mm + chip * b.chip.thickness_mm
 
 
@@ -301,7 +293,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 src = board_src.copy()
                 grp = board_g.copy()
                 tbox, face = _hit_box(C, d, cx, cy, half, -h * bh)
-                if carries_chip(kit, h):
+                if kit.blox.block.carries_chip(h):
                     tchip, part = _hit_cyl(C, d, cx, cy, chip_r, -h * bh - chip_t, -h * bh)
                 else:  # the tallest tower: its top face where the others have their chip
                     tchip, part = np.full(N, np.inf), np.ones(N, int)
@@ -324,12 +316,12 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 pbx = C[None] + d * np.where(np.isfinite(tbox), tbox, 0)[:, None]
                 lx, ly, lz = pbx[:, 0] - cx, pbx[:, 1] - cy, -pbx[:, 2]
                 top = box_first & (face == 0) & (np.maximum(np.abs(lx), np.abs(ly)) <= half - m_edge)
-                if carries_chip(kit, h):  # clear of the chip, with the placement jitter to spare
+                if kit.blox.block.carries_chip(h):  # clear of the chip, with the placement jitter to spare
                     top &= np.hypot(lx, ly) >= chip_r + jitter
                 # (The tallest tower has no chip: its whole top face is its top block.)
                 src[top] = BLK_TOP
                 grp[top] = G_LEVEL0 + h - 1
-                if not carries_chip(kit, h):
+                if not kit.blox.block.carries_chip(h):
                     # No chip says "a tower" in colours no space has: where its top face is
                     # seen in front of another space's square, that square's colour is
                     # what an empty space there would show (the board's colours are the

@@ -41,6 +41,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from calibration.kit import BlockSpec
 from vision._blox_geometry import EMPTY, FIGURE, G_CHIP, G_OWN
 
 # A tower's chip seen by at least this many probes (those of towers seen without a hand
@@ -71,16 +72,18 @@ def _per_probe(total: np.ndarray, count: np.ndarray, minimum: float) -> np.ndarr
     return np.where(count >= minimum, total / np.maximum(count, 1e-9), np.nan)
 
 
-def foreign_cells(decision: np.ndarray, S: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+def foreign_cells(decision: np.ndarray, S: np.ndarray, cnt: np.ndarray, block: BlockSpec) -> np.ndarray:
     """(cells,) bool: cells read as towers whose chip is not seen where it must be, and
-    cells read as the tallest tower, which has no chip to check (see the module docstring).
+    cells read as a tower that carries no chip to check (the tallest, ``block``'s
+    :meth:`~calibration.kit.BlockSpec.carries_chip`; see the module docstring).
 
     ``S`` (cells, N_HYP, N_GTYPES, 4) the group cost sums and ``cnt`` (cells, N_HYP,
     N_GTYPES) the probes seen of each hypothesis (:meth:`vision.blox.Recognizer._score`)."""
     k = np.arange(len(decision))
     tower = (decision >= 1) & (decision < FIGURE)
     cost = _per_probe(S[k, decision, G_CHIP, 0], cnt[k, decision, G_CHIP], CHIP_MIN_PROBES)
-    return (tower & (np.nan_to_num(cost, nan=0.0) >= CHIPLESS_COST)) | (decision == FIGURE - 1)  # the tallest tower
+    chipless = np.isin(decision, [h for h in range(1, FIGURE) if not block.carries_chip(h)])
+    return (tower & (np.nan_to_num(cost, nan=0.0) >= CHIPLESS_COST)) | chipless
 
 
 def poorly_fitting(decision: np.ndarray, S: np.ndarray, cnt: np.ndarray) -> np.ndarray:

@@ -799,7 +799,7 @@ class Recognizer:
         # the arm's outline: unless most spaces show their colours under one light where
         # it puts them, nothing is read.
         grown, hidden_arm = hands_mod.arm_cells(
-            hand_occ.reshape(n, n), hands.any, hands_mod.foreign_cells(decision, S, cnt).reshape(n, n),
+            hand_occ.reshape(n, n), hands.any, hands_mod.foreign_cells(decision, S, cnt, self.kit.blox.block).reshape(n, n),
             hands_mod.poorly_fitting(decision, S, cnt).reshape(n, n))
         hand_occ = grown.reshape(-1)
         if hands.any and self.view.pose is not None and self.view.pose.method == "markerless" \

@@ -362,10 +362,7 @@ def blox_solids(kit: Kit, state: dict, drift: dict, rng: np.random.Generator) ->
                     faces += box_faces(cx0 + dx, cy0 + dy, z, b.block.footprint_mm, b.block.footprint_mm,
                                        b.block.height_mm - 0.3, ang, _drifted(b.colors[color], color, drift))
                     z -= b.block.height_mm
-                if len(cell["tower"]) >= b.block.max_tower:
-                    # A tower of the tallest height can no longer be destroyed: it carries no
-                    # point chip (blox.txt, building: the remark on towers of 5; table-kit.md:
-                    # a point chip on a destroyable tower).
+                if not b.block.carries_chip(len(cell["tower"])):
                     continue
                 chip = prism_faces(cx0, cy0, z, b.chip.diameter_mm / 2, b.chip.thickness_mm,
                                    _drifted(b.chip.color, "chip", drift))

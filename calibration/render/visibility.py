@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import cv2
 import numpy as np
 
+from calibration.kit import Kit
 from calibration.render import scene as sc
 
 NOTHING = 0  # table, markers, anything that is no board square and no piece
@@ -172,7 +173,7 @@ def _core_ids(buf: np.ndarray, ss: int) -> np.ndarray:
     return np.where(core, out, NOTHING)
 
 
-def _from_counts(state: dict[str, Any], ids: ItemIds, counts: np.ndarray) -> BloxVisibility:
+def _from_counts(kit: Kit, state: dict[str, Any], ids: ItemIds, counts: np.ndarray) -> BloxVisibility:
     n = ids.n
     square = np.array([[counts[ids.square(r, c)] for c in range(n)] for r in range(n)])
     levels: dict[tuple[int, int], list[float]] = {}
@@ -182,7 +183,7 @@ def _from_counts(state: dict[str, Any], ids: ItemIds, counts: np.ndarray) -> Blo
         for c, cell in enumerate(row):
             if cell and "tower" in cell:
                 levels[(r, c)] = [float(counts[ids.piece(r, c, k)]) for k in range(len(cell["tower"]))]
-                if len(cell["tower"]) < ids.chip_slot:  # the tallest tower carries no chip (scene.blox_solids)
+                if kit.blox.block.carries_chip(len(cell["tower"])):
                     chip[(r, c)] = float(counts[ids.piece(r, c, ids.chip_slot)])
             elif cell and "figure" in cell:
                 figure[(r, c)] = float(counts[ids.piece(r, c, ids.figure_slot)])
@@ -198,8 +199,8 @@ def blox_visibility(setup: sc.SetUp, state: dict[str, Any], seed: int, *, layout
     buf = blox_id_buffer(setup, state, seed, layout_seed=layout_seed, hands=hands)
     area = np.bincount(buf[buf > 0].ravel(), minlength=ids.count).astype(float) / ss ** 2
     core = _core_ids(buf, ss)
-    out = _from_counts(state, ids, area)
-    out.core = _from_counts(state, ids, np.bincount(core[core > 0].ravel(), minlength=ids.count).astype(float))
+    out = _from_counts(setup.kit, state, ids, area)
+    out.core = _from_counts(setup.kit, state, ids, np.bincount(core[core > 0].ravel(), minlength=ids.count).astype(float))
     return out
 
 
