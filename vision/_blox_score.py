@@ -145,9 +145,12 @@ class ScoreIndex:
         if prev is None:
             cells = None
             S, cnt, P = np.zeros((self.size, 4)), np.zeros(self.size), np.zeros((self.pair_size, 16))
-            # Every row is read: mask the table once.
-            masked = table * self.row_visibility(visible)
+            # Every row is read: mask the table once (unless every probe is visible, as
+            # on most frames without a hand).
+            all_visible = bool(np.all(visible == 1))
+            masked = table if all_visible else table * self.row_visibility(visible)
         else:
+            all_visible = False
             S, cnt, P = prev[0].copy(), prev[1].copy(), prev[2].reshape(self.pair_size, 16).copy()
         for segs, width in ((self.singles, 2), (self.groups, 5)):
             ent, start, bins = segs.select(cells)
@@ -166,7 +169,9 @@ class ScoreIndex:
         if len(rows):
             # The pair entries read the side rows at their own (weak) weight: masked only
             # where their probe is not visible at all.
-            q = np.take(table[1:], rows, axis=1) * np.ceil(np.asarray(visible, np.float32)[self.row_probe[rows]])
+            q = np.take(table[1:], rows, axis=1)
+            if not all_visible:
+                q *= np.ceil(np.asarray(visible, np.float32)[self.row_probe[rows]])
             own_other = np.minimum(q[:, None, :], q[None, :, :] + np.float32(penalty)) * w  # [own, other]
             lo_hi = np.where(upper, own_other.transpose(1, 0, 2), own_other)  # [lower, upper]
             P[bins] = np.add.reduceat(lo_hi.reshape(16, -1), start, axis=1, dtype=np.float64).T

@@ -196,9 +196,15 @@ def _normalise_by_cell(balance: Any, lin: np.ndarray, cell: np.ndarray, centres:
     return np.asarray(lin, np.float32) / (balance.gains.astype(np.float32)[None, :] * f[:, None])
 
 
+def _rows(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``a[idx]`` of the rows ``idx`` of a 2-D array (``np.take`` copies whole rows at once,
+    where fancy indexing goes element by element)."""
+    return np.take(a, idx, axis=0)
+
+
 def _bytes_to_linear(raw: np.ndarray) -> np.ndarray:
     """``bgr_to_linear`` of BGR bytes (N, 3), by table lookup, as computed for float samples."""
-    return np.ascontiguousarray(_BYTE_LINEAR[raw][..., ::-1])
+    return np.take(_BYTE_LINEAR, raw[..., ::-1])
 
 
 class _Sampler:
@@ -216,11 +222,12 @@ class _Sampler:
         my = np.pad(px[:, 1], (0, pad)).reshape(-1, cols)
         self.maps = cv2.convertMaps(mx, my, cv2.CV_16SC2)
         self.outside = (px[:, 0] < 0) | (px[:, 1] < 0) | (px[:, 0] > width - 1) | (px[:, 1] > height - 1)
+        self._outside_idx = np.nonzero(self.outside)[0]
 
     def read(self, frame: np.ndarray) -> np.ndarray:
         out = cv2.remap(frame, self.maps[0], self.maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
                         borderValue=0).reshape(-1, 3)[:self.n]
-        out[self.outside] = 0
+        out[self._outside_idx] = 0
         return out
 
 
@@ -276,6 +283,15 @@ class Recognizer:
         # it is paid for, so little evidence (a cell mostly hidden) does not make a piece.
         self._hyp_prior = np.array([0.0] + [PIECE_PRIOR + LEVEL_PRIOR * h for h in range(1, N_HYP - 1)]
                                    + [PIECE_PRIOR + LEVEL_PRIOR])
+        s = self.kit.blox.space_mm
+        self._cell_centres = (np.stack(np.divmod(np.arange(n * n), n), 1)[:, ::-1] + 0.5) * s
+        self._cell_centres.setflags(write=False)
+        # Height (mm) of the solid of each hypothesis (see _top_mm).
+        self._hyp_top = self._solid_top(np.arange(N_HYP), self.kit)
+        # The tower height whose chip top is nearest a figure's top (see _chip_print_costs).
+        b = self.kit.blox
+        self._fig_plane = int(np.argmin([abs(h * b.block.height_mm + b.chip.thickness_mm - b.figure.height_mm)
+                                         for h in range(1, b.block.max_tower)])) + 1
 
     # ------------------------------------------------------------------ geometry
     def geometry(self) -> BloxGeometry:
@@ -304,6 +320,15 @@ class Recognizer:
             # ... and of the other space's square behind each TOP_OVER_BOARD probe.
             over_p = g.src_probes[TOP_OVER_BOARD]  # type: ignore[attr-defined]
             g.behind_ref = _shading_ref(self._space_lab_flat[g.behind[over_p]])  # type: ignore[attr-defined]
+            # Where the own-square probes that OWN_EDGE and OWN_BODY read sit among them.
+            g.edge_in_own = np.searchsorted(own_p, g.src_probes[OWN_EDGE])  # type: ignore[attr-defined]
+            g.body_in_own = np.searchsorted(own_p, g.src_probes[OWN_BODY])  # type: ignore[attr-defined]
+            # Which table probes a farther cell's piece may hide.
+            g.table_maybe_hidden = g.table_behind[g.src_probes[TABLE]]  # type: ignore[attr-defined]
+            # The face orientation of each side probe (-1: none), for its shading.
+            g.side_orient = g.orient[g.src_probes[BLK_SIDE]]  # type: ignore[attr-defined]
+            # Which cells are seen within the chip readers' angles of straight down.
+            g.steep = {deg: self._steep_cells(deg) for deg in {RIM_MAX_VIEW_DEG, PRINT_MAX_VIEW_DEG}}  # type: ignore[attr-defined]
             # Where each cell's probes are normalised for the light (its centre).
             g.cell_centres = np.zeros((self.n * self.n, 2))  # type: ignore[attr-defined]
             g.cell_centres[g.cell] = g.centre_xy  # type: ignore[attr-defined]
@@ -314,15 +339,16 @@ class Recognizer:
             g.sampler = _Sampler(np.concatenate([g.px, g.space_pts, g.table_pts if g.table_pts is not None  # type: ignore[attr-defined]
                                                  else np.zeros((0, 2), np.float32)]), self.view.intr.width,
                                  self.view.intr.height)
+            g.space_expected = _rows(self._space_lin_flat, g.space_cell)  # type: ignore[attr-defined]
             g.space_xy = np.concatenate([lat + [c * s, r * s] for r in range(self.n) for c in range(self.n)])  # type: ignore[attr-defined]
         return self._geo
 
     # ------------------------------------------------------------------- costs
-    def _side_lab(self, lin_n: np.ndarray, g: BloxGeometry, idx: np.ndarray) -> np.ndarray:
-        """CIELAB of the probes ``idx`` (side probes) with the side faces' shading undone."""
-        o = g.orient[idx]
+    def _side_lab(self, lin_n: np.ndarray, g: BloxGeometry) -> np.ndarray:
+        """CIELAB of the side probes (``src_probes[BLK_SIDE]``) with the side faces' shading undone."""
+        o = g.side_orient  # type: ignore[attr-defined]
         shade = np.where(o >= 0, self.side_shade[np.clip(o, 0, 3)], DEFAULT_SIDE_SHADE).astype(np.float32)
-        return lab(lin_n[idx] / shade[:, None])
+        return lab(_rows(lin_n, g.src_probes[BLK_SIDE]) / shade[:, None])  # type: ignore[attr-defined]
 
     def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry,
                      table_lab: np.ndarray | None = None) -> np.ndarray:
@@ -334,28 +360,27 @@ class Recognizer:
         ix.fill(T, UNKNOWN, UNKNOWN_COST)
         sp = g.src_probes  # type: ignore[attr-defined]
         own_p = sp[OWN]
-        own2 = _shaded_sqdist(lab_top[own_p], prepared=g.own_ref)  # type: ignore[attr-defined]
+        own2 = _shaded_sqdist(_rows(lab_top, own_p), prepared=g.own_ref)  # type: ignore[attr-defined]
         # A glare spot on glossy print adds white light to a space: explained too, at a
         # price, so a glare spot is no white block and a white block no glare spot.
         price = np.float32(GLARE_PENALTY * 2 * SIGMA * SIGMA)
         worse = np.nonzero(own2 > price)[0]  # only there can a glare spot explain it better
         if len(worse):
             wp = own_p[worse]
-            glare2 = _glare_sqdist(lin_n[wp], self._space_lin_flat[g.cell[wp]], lab_top[wp])
+            glare2 = _glare_sqdist(_rows(lin_n, wp), _rows(self._space_lin_flat, g.cell[wp]), _rows(lab_top, wp))
             own2[worse] = np.minimum(own2[worse], glare2 + price)
         ix.fill(T, OWN, self._cost2(own2))
         # Where a tower's blocks may reach when they sit off centre: the square, or
         # something unknown (a block a little off), whichever explains the probe better.
-        edge_p = sp[OWN_EDGE]  # a subset of the own-square probes
-        ix.fill(T, OWN_EDGE, np.minimum(self._cost2(own2[np.searchsorted(own_p, edge_p)]), np.float32(UNKNOWN_COST)))
-        body_p = sp[OWN_BODY]  # a subset of the own-square probes
-        ix.fill(T, OWN_BODY, self._cost2(own2[np.searchsorted(own_p, body_p)], SIGMA_BODY))
+        # (OWN_EDGE and OWN_BODY read subsets of the own-square probes.)
+        ix.fill(T, OWN_EDGE, np.minimum(self._cost2(own2[g.edge_in_own]), np.float32(UNKNOWN_COST)))  # type: ignore[attr-defined]
+        ix.fill(T, OWN_BODY, self._cost2(own2[g.body_in_own], SIGMA_BODY))  # type: ignore[attr-defined]
         # Figures are compared with the kit's nominal colours: a looser scale.
         p = sp[FIG_CAP]
-        ix.fill(T, FIG_CAP, self._cost2(_sqdist(lab_top[p], self._fig_lab), SIGMA_NOMINAL))
+        ix.fill(T, FIG_CAP, self._cost2(_sqdist(_rows(lab_top, p), self._fig_lab), SIGMA_NOMINAL))
         p = sp[FIG_SIDE]
         wts = np.array([0.3, 1.0, 1.0], np.float32)
-        ix.fill(T, FIG_SIDE, self._cost2(_sqdist(lab_top[p] * wts, self._fig_lab * wts), SIGMA_NOMINAL))
+        ix.fill(T, FIG_SIDE, self._cost2(_sqdist(_rows(lab_top, p) * wts, self._fig_lab * wts), SIGMA_NOMINAL))
         # The table beyond the edge, against this frame's table colour (its grain and the
         # pieces' shadows on it: a loose scale and shading); unknown when not measured.
         # (Not capped at the unknown cost: a tower whose top is seen against the table
@@ -366,20 +391,20 @@ class Recognizer:
         if table_lab is None:
             ix.fill(T, TABLE, UNKNOWN_COST)
         else:
-            table = self._cost2(_shaded_sqdist_one(lab_top[p], table_lab), SIGMA_TABLE)
+            table = self._cost2(_shaded_sqdist_one(_rows(lab_top, p), table_lab), SIGMA_TABLE)
             # Where a farther cell's piece may hide the table: the table, or something unknown.
-            ix.fill(T, TABLE, np.where(g.table_behind[p], np.minimum(table, np.float32(UNKNOWN_COST)), table))
+            ix.fill(T, TABLE, np.where(g.table_maybe_hidden, np.minimum(table, np.float32(UNKNOWN_COST)), table))  # type: ignore[attr-defined]
         p = sp[BLK_TOP]
-        ix.fill(T, BLK_TOP, self._cost2(_sqdist(lab_top[p], self._block_lab)))
+        ix.fill(T, BLK_TOP, self._cost2(_sqdist(_rows(lab_top, p), self._block_lab)))
         # The tallest tower's top face seen in front of another space's square: it has no
         # chip, whose colour no space has, to tell it from that square, which is what
         # the probe shows when the cell is empty (under which it predicts nothing known).
         # So where the probe looks like that square, it argues for the tower no more than
         # an unknown prediction costs: the board seen past a space that nearer towers
         # hide is no tower of 5 whose top alone shows.
-        p = sp[TOP_OVER_BOARD]
-        board = self._cost2(_shaded_sqdist(lab_top[p], prepared=g.behind_ref))  # type: ignore[attr-defined]
-        ix.fill(T, TOP_OVER_BOARD, self._cost2(_sqdist(lab_top[p], self._block_lab))
+        over = _rows(lab_top, sp[TOP_OVER_BOARD])
+        board = self._cost2(_shaded_sqdist(over, prepared=g.behind_ref))  # type: ignore[attr-defined]
+        ix.fill(T, TOP_OVER_BOARD, self._cost2(_sqdist(over, self._block_lab))
                 + np.maximum(np.float32(UNKNOWN_COST) - board, np.float32(0.0))[None, :])
         self._learnt_costs(T, lab_top, lin_n, g)
         return T
@@ -391,9 +416,8 @@ class Recognizer:
         sp = g.src_probes  # type: ignore[attr-defined]
         # The chip against its colour as learnt (nominal at first): a looser scale.
         p = sp[CHIP]
-        ix.fill(T, CHIP, self._cost2(_sqdist(lab_top[p], self._chip_lab[None]), SIGMA_NOMINAL)[0])
-        p = sp[BLK_SIDE]
-        ix.fill(T, BLK_SIDE, self._cost2(_sqdist(self._side_lab(lin_n, g, p), self._block_lab)))
+        ix.fill(T, CHIP, self._cost2(_sqdist(_rows(lab_top, p), self._chip_lab[None]), SIGMA_NOMINAL)[0])
+        ix.fill(T, BLK_SIDE, self._cost2(_sqdist(self._side_lab(lin_n, g), self._block_lab)))
 
     @staticmethod
     def _cost2(d2: np.ndarray, sigma: float = SIGMA) -> np.ndarray:
@@ -423,14 +447,17 @@ class Recognizer:
         return cost, S, cnt, P
 
     @staticmethod
-    def _top_mm(decision: np.ndarray, blocked: np.ndarray, kit: Any, blocked_top: np.ndarray | None = None) -> np.ndarray:
+    def _solid_top(decision: np.ndarray, kit: Any) -> np.ndarray:
+        """Height (mm) of the solid of each hypothesis ``decision`` (a tower with its chip, a figure)."""
+        top = geo_mod.solid_top_mm(kit, np.where(decision == FIGURE, 0, decision))
+        return np.where(decision == FIGURE, kit.blox.figure.height_mm, top)
+
+    def _top_mm(self, decision: np.ndarray, blocked: np.ndarray, blocked_top: np.ndarray | None = None) -> np.ndarray:
         """Height (mm) of each cell's decided solid; ``blocked`` cells (under a hand) get
         ``blocked_top`` (default: the tallest tower)."""
-        b = kit.blox
-        top = geo_mod.solid_top_mm(kit, np.where(decision == FIGURE, 0, decision))
-        top = np.where(decision == FIGURE, b.figure.height_mm, top)
+        b = self.kit.blox
         tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
-        return np.where(blocked, tallest if blocked_top is None else blocked_top, top)
+        return np.where(blocked, tallest if blocked_top is None else blocked_top, self._hyp_top[decision])
 
     def _hand_cell_top(self) -> np.ndarray:
         """What may stand under a hand, for hiding the cells behind it: at most what was
@@ -470,8 +497,10 @@ class Recognizer:
         if len(g.pair_p) == 0:
             return np.ones(n_px, np.float32)
         t = top_mm[g.pair_cell]
-        sure = np.bincount(g.pair_p, weights=(t >= g.pair_nominal_mm).astype(np.float32), minlength=n_px) > 0
-        maybe = np.bincount(g.pair_p, weights=(t >= g.pair_mm).astype(np.float32), minlength=n_px) > 0
+        sure = np.zeros(n_px, bool)
+        sure[g.pair_p[t >= g.pair_nominal_mm]] = True
+        maybe = np.zeros(n_px, bool)
+        maybe[g.pair_p[t >= g.pair_mm]] = True
         return np.where(sure, np.float32(0.0), np.where(maybe, np.float32(MAYBE_HIDDEN_WEIGHT), np.float32(1.0)))
 
     def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
@@ -486,8 +515,9 @@ class Recognizer:
         first = self._score(Q, visible, g) if first is None else first
         cost, S, cnt, P = first
         decision = np.argmin(cost + add, axis=1)
+        hand_top = self._hand_cell_top()
         for _ in range(5):
-            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, self.kit, self._hand_cell_top()), g)
+            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g)
             changed = np.unique(g.cell[new_visible != visible])
             visible = new_visible
             if len(changed) == 0:
@@ -504,7 +534,7 @@ class Recognizer:
         p = e_p[(decision[e_cell] == e_hyp) & (visible[e_p] >= 1)]
         if len(p) < 12:
             return 0.0
-        med = np.median(lab_top[p], axis=0)
+        med = np.median(_rows(lab_top, p), axis=0)
         nominal = self.colours.refs["chip"]
         if np.linalg.norm(med - nominal) > 30.0:
             return 0.0
@@ -526,7 +556,7 @@ class Recognizer:
         p = e_p[m]
         cell = e_cell[m]
         src = g.e_src[ent[m]]
-        lum = luminance(lin_n[p])
+        lum = luminance(_rows(lin_n, p))
         size = self.n * self.n
         top_sum = np.bincount(cell[src == BLK_TOP], weights=lum[src == BLK_TOP], minlength=size)
         top_cnt = np.bincount(cell[src == BLK_TOP], minlength=size)
@@ -576,20 +606,30 @@ class Recognizer:
         contrast, no chip)."""
         n = self.n
         extra = np.zeros((n * n, N_HYP))
-        cam = self.view.camera_position()
-        centres = self._cell_centres_mm()
         cells = self._steep_towers(decision, blocked, RIM_MAX_VIEW_DEG)
         if not len(cells):
             return extra
         chipped = np.arange(1, self.kit.blox.block.max_tower)  # the heights that carry a chip
         plane = np.minimum(decision, chipped[-1])  # where a chip would lie if the tower had one
         cache = self._pose_pixels("rim")
-        pix = []
+        if "pred" not in cache:
+            # Per plane, the radius each height that carries a chip shows in it.
+            cache["pred"] = np.array([geo_mod.chip_radius_in_plane(self.view, int(h), chipped)
+                                      for h in range(chipped[-1] + 1)])
+            # The chip's side wall shows on the side facing the camera and widens the disc
+            # there: the rim is read on the far half only, where the top's edge is the outline.
+            angles = geo_mod.rim_angles()
+            away = self._cell_centres - self.view.camera_position()[:2]
+            cache["far_half"] = np.cos(angles)[None, :] * away[:, :1] + np.sin(angles)[None, :] * away[:, 1:] >= 0
+        pix, inside = [], []
+        W, H = frame_bgr.shape[1], frame_bgr.shape[0]
         for k in cells:
             ck = (int(k), int(plane[k]))
             if ck not in cache:
-                cache[ck] = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(plane[k]))
-            pix.append(cache[ck])
+                grid = geo_mod.chip_rim_pixels(self.view, int(k) // n, int(k) % n, int(plane[k]))
+                cache[ck] = (grid, bool(np.all((grid >= 0) & (grid <= [W - 1, H - 1]))))
+            pix.append(cache[ck][0])
+            inside.append(cache[ck][1])
         pix_a = np.stack(pix)  # (cells, directions, radii, 2)
         # One row of the remap per tower (the samples of a tower partly outside the frame
         # are not read: see ``inside``).
@@ -597,21 +637,14 @@ class Recognizer:
         prof = _bytes_to_linear(cv2.remap(frame_bgr, np.ascontiguousarray(rows[..., 0]), np.ascontiguousarray(rows[..., 1]),
                                           cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
                                           ).reshape(-1, 3)).reshape(*pix_a.shape[:3], 3)
-        inside = np.all((pix_a >= 0) & (pix_a <= [frame_bgr.shape[1] - 1, frame_bgr.shape[0] - 1]), axis=(1, 2, 3))
-        radii = geo_mod.rim_radii(self.kit)
-        angles = geo_mod.rim_angles()
-        # The chip's side wall shows on the side facing the camera and widens the disc
-        # there: the rim is read on the far half only, where the top's edge is the outline.
-        away = centres[cells] - cam[:2]
-        use = (np.cos(angles)[None, :] * away[:, :1] + np.sin(angles)[None, :] * away[:, 1:] >= 0) & inside[:, None]
-        radius, sigma = fit_rim_circles(prof, radii, angles, use)
-        for i, k in enumerate(cells):
-            if not np.isfinite(radius[i]):
-                continue
-            pred = geo_mod.chip_radius_in_plane(self.view, int(plane[k]), chipped)
-            chi2 = np.minimum(((radius[i] - pred) / sigma[i]) ** 2, RIM_MAX_CHI2)
-            chi2 = np.append(chi2, RIM_MAX_CHI2)  # the tallest tower: no chip, no rim
-            extra[k, 1:FIGURE] = TEMPERATURE * (chi2 - chi2.min()) / 2
+        use = cache["far_half"][cells] & np.array(inside)[:, None]
+        radius, sigma = fit_rim_circles(prof, geo_mod.rim_radii(self.kit), geo_mod.rim_angles(), use)
+        found = np.isfinite(radius)
+        if found.any():
+            k = cells[found]
+            chi2 = np.minimum(((radius[found, None] - cache["pred"][plane[k]]) / sigma[found, None]) ** 2, RIM_MAX_CHI2)
+            chi2 = np.append(chi2, np.full((len(k), 1), RIM_MAX_CHI2), axis=1)  # the tallest tower: no chip, no rim
+            extra[k, 1:FIGURE] = TEMPERATURE * (chi2 - chi2.min(axis=1, keepdims=True)) / 2
         return extra
 
     def _pose_pixels(self, reader: str) -> dict:
@@ -622,14 +655,20 @@ class Recognizer:
 
     def _cell_centres_mm(self) -> np.ndarray:
         """Board-frame (x, y) mm of every cell's centre (n*n, 2)."""
-        n, s = self.n, self.kit.blox.space_mm
-        return (np.stack(np.divmod(np.arange(n * n), n), 1)[:, ::-1] + 0.5) * s
+        return self._cell_centres
+
+    def _steep_cells(self, max_deg: float) -> np.ndarray:
+        """(n*n,) bool: cells seen within ``max_deg`` of straight down (their axis against
+        the camera's ray), for the current pose."""
+        cam = self.view.camera_position()
+        return np.hypot(*(self._cell_centres - cam[:2]).T) <= -cam[2] * np.tan(np.radians(max_deg))
 
     def _steep_towers(self, decision: np.ndarray, blocked: np.ndarray, max_deg: float) -> np.ndarray:
         """Cells read as towers (``decision`` 1..5), not ``blocked`` by a hand, seen within
         ``max_deg`` of straight down (their axis against the camera's ray)."""
-        cam = self.view.camera_position()
-        steep = np.hypot(*(self._cell_centres_mm() - cam[:2]).T) <= -cam[2] * np.tan(np.radians(max_deg))
+        steep = self.geometry().steep.get(max_deg)  # type: ignore[attr-defined]
+        if steep is None:
+            steep = self._steep_cells(max_deg)
         return np.nonzero((decision >= 1) & (decision <= 5) & ~blocked & steep)[0]
 
     def _chip_print_costs(self, frame_bgr: np.ndarray, decision: np.ndarray, blocked: np.ndarray) -> np.ndarray:
@@ -663,11 +702,8 @@ class Recognizer:
         # A cell read as a figure may be a tower whose chip passes for a figure's top (a
         # yellow one, seen from above): it is read in the plane of the tower height
         # whose chip top is nearest the figure's top.
-        b = self.kit.blox
-        hmax = b.block.max_tower  # the tallest tower carries no chip
-        fig_plane = int(np.argmin([abs(h * b.block.height_mm + b.chip.thickness_mm - b.figure.height_mm)
-                                   for h in range(1, hmax)])) + 1
-        plane = np.where(decision == FIGURE, fig_plane, np.minimum(decision, hmax - 1))
+        hmax = self.kit.blox.block.max_tower  # the tallest tower carries no chip
+        plane = np.where(decision == FIGURE, self._fig_plane, np.minimum(decision, hmax - 1))
         cells = self._steep_towers(plane, blocked, PRINT_MAX_VIEW_DEG)
         if not len(cells):
             return extra
@@ -740,7 +776,7 @@ class Recognizer:
         # for a change of light (it would then look like board colour and hide itself):
         # the fit starts from the largest set of spaces that agree on one light, or from
         # the last frame's light when that still explains nearly as many.
-        balance = self.colours.balance(slin, self._space_lin_flat[g.space_cell], g.space_xy,  # type: ignore[attr-defined]
+        balance = self.colours.balance(slin, g.space_expected, g.space_xy,  # type: ignore[attr-defined]
                                        seek_mode=True, prior=self._balance_prior)
         hands = self.hand_detector.detect(frame_bgr, balance)
         lin_n = _normalise_by_cell(balance, lin, g.cell, g.cell_centres)  # type: ignore[attr-defined]
@@ -814,9 +850,9 @@ class Recognizer:
         hidden_cell = (own_visible < MIN_OWN_VISIBLE) | (square_visible < MIN_OWN_VISIBLE)
         undecided = hidden_cell & (hyp_conf < HIDDEN_MIN_CONF)
         read = ~hand_occ & ~undecided
-        top_now = self._top_mm(decision, np.zeros(n * n, bool), self.kit)
+        top_now = self._hyp_top[decision]
         if self._last_top is None:
-            tallest = self._top_mm(decision, np.ones(n * n, bool), self.kit)
+            tallest = self._top_mm(decision, np.ones(n * n, bool))
             self._last_top = np.where(read, top_now, tallest)
         else:
             self._last_top = np.where(read, top_now, self._last_top)
@@ -1031,8 +1067,9 @@ def fit_rim_circles(prof: np.ndarray, radii: np.ndarray, angles: np.ndarray,
 def _min4(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.min(axis)`` along an axis of length 4, as three elementwise minima (numpy's
     reductions over such a short axis cost more than the arithmetic)."""
-    x = np.moveaxis(x, axis, 0)
-    return np.minimum(np.minimum(x[0], x[1]), np.minimum(x[2], x[3]))
+    after = (slice(None),) * (x.ndim - 1 - axis % x.ndim)  # the axes after ``axis``
+    a, b, c, d = (x[(Ellipsis, k) + after] for k in range(4))
+    return np.minimum(np.minimum(a, b), np.minimum(c, d))
 
 
 def _chain_forward(U: np.ndarray, P: np.ndarray) -> list[np.ndarray]:

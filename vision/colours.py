@@ -58,7 +58,11 @@ def lab(lin_rgb: np.ndarray) -> np.ndarray:
     """Linear RGB (..., 3) -> CIELAB (D65), the formulas of :mod:`calibration.colour` in float32."""
     xyz = np.asarray(lin_rgb, np.float32) @ _M_LAB
     eps = np.float32((6 / 29) ** 3)
-    f = np.where(xyz > eps, np.cbrt(np.maximum(xyz, eps)), xyz * np.float32(1 / (3 * (6 / 29) ** 2)) + np.float32(4 / 29))
+    f = np.cbrt(np.maximum(xyz, eps))
+    # The linear segment near black, only where it applies (seldom: dark pixels).
+    low = ~(xyz > eps)
+    if low.any():
+        f[low] = xyz[low] * np.float32(1 / (3 * (6 / 29) ** 2)) + np.float32(4 / 29)
     out = np.empty(f.shape, np.float32)
     out[..., 0] = 116 * f[..., 1] - 16
     out[..., 1] = 500 * (f[..., 0] - f[..., 1])

@@ -69,7 +69,7 @@ class _Geometry:
     step: float
     small: tuple[int, int]  # low-res w, h
     inside: np.ndarray  # low-res pixels over the board area (+ margin)
-    basis: np.ndarray  # (N, 6) light-field basis at the low-res pixels' board points
+    basis: np.ndarray  # (len(inside_idx), 6) light-field basis at the inside pixels' board points
     cell_lat: np.ndarray | None  # (n*n, K) flat low-res indices of a lattice per cell (-1 outside)
     cell_area_px: float
     inside_idx: np.ndarray  # flat indices of the inside pixels
@@ -172,8 +172,9 @@ class HandDetector:
             cell_area = float(cv2.contourArea(poly.astype(np.float32))) / (stepx * stepy)
         else:
             cell_area = (40.0 * self.px_per_mm) ** 2
+        inside_idx = np.nonzero(inside)[0]
         self._geo = _Geometry(v.version, (x0, y0), (x1 - x0, y1 - y0), step, (sw, sh), inside.reshape(sh, sw),
-                              basis, cell_lat, cell_area, np.nonzero(inside)[0])
+                              basis[inside_idx], cell_lat, cell_area, inside_idx)
         return self._geo
 
     def unexplained(self, frame: np.ndarray, balance: FrameBalance) -> tuple[np.ndarray, _Geometry]:
@@ -184,27 +185,33 @@ class HandDetector:
         crop = frame[y0:y0 + g.size[1], x0:x0 + g.size[0]]
         small = cv2.resize(crop, g.small, interpolation=cv2.INTER_AREA).reshape(-1, 3)
         idx = g.inside_idx
-        lin = LINEAR_LUT[small[idx]][:, ::-1] / balance.gains.astype(np.float32)[None, :]
-        level = np.exp(g.basis[idx] @ balance.coef.astype(np.float32))
-        total = lin.sum(axis=1)
+        # Linear light of the inside pixels, channel by channel (numpy's loops then run
+        # over the pixels, not over three channels).
+        bgr = np.take(LINEAR_LUT, np.take(small, idx, axis=0))
+        gains = balance.gains.astype(np.float32)
+        r, gr, b = bgr[:, 2] / gains[0], bgr[:, 1] / gains[1], bgr[:, 0] / gains[2]
+        level = np.exp(g.basis @ balance.coef.astype(np.float32))
+        total = r + gr + b
         lum = total / (3.0 * level)
-        chrom = lin[:, :2] / np.maximum(total, 1e-6)[:, None]  # r, g of (r, g, b) / sum
+        norm = np.maximum(total, 1e-6)  # r, g of (r, g, b) / sum
         q = self._lut.shape[0] - 1
-        iu = np.clip((chrom[:, 0] * q + 0.5).astype(np.int32), 0, q)
-        iv = np.clip((chrom[:, 1] * q + 0.5).astype(np.int32), 0, q)
+        iu = np.clip((r / norm * q + 0.5).astype(np.int32), 0, q)
+        iv = np.clip((gr / norm * q + 0.5).astype(np.int32), 0, q)
+        entry = iu * (q + 1) + iv  # the chromaticity's entry in the tables
         lit = lum > self.dark
         tol2 = self.chroma_tol ** 2
         bad = np.zeros(g.small[0] * g.small[1], bool)
-        bad[idx] = (self._lut[iu, iv] > tol2) & lit
+        bad_in = (np.take(self._lut, entry) > tol2) & lit
+        bad[idx] = bad_in
         notboard = np.zeros(g.small[0] * g.small[1], bool)
-        notboard[idx] = (self._lut_board[iu, iv] > tol2) & lit
+        notboard[idx] = (np.take(self._lut_board, entry) > tol2) & lit
         shape = (g.small[1], g.small[0])
         if self.mix_width_px:
             # A mix of two board colours is only ever a thin band where two spaces (or
             # a block's edge and a space) meet; a region wide across that no single kit
             # colour explains is foreign (pale skin lies near a cream/pink mix).
             mix = np.zeros(g.small[0] * g.small[1], np.uint8)
-            mix[idx] = (self._lut_unmixed[iu, iv] > tol2) & lit & ~bad[idx]
+            mix[idx] = (np.take(self._lut_unmixed, entry) > tol2) & lit & ~bad_in
             k = int(self.mix_width_px)
             wide = cv2.morphologyEx(mix.reshape(shape), cv2.MORPH_OPEN, np.ones((k, k), np.uint8)).astype(bool)
             bad = bad | wide.ravel()
@@ -223,7 +230,7 @@ class HandDetector:
         if count > 1:
             # Thin rings of mixed colour round a piece are not foreign: open them away.
             core = cv2.morphologyEx(bad.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-            foreign = np.bincount(labels.ravel(), weights=core.ravel().astype(float), minlength=count)
+            foreign = np.bincount(labels.ravel()[core.ravel() > 0], minlength=count).astype(float)
             area = stats[:, cv2.CC_STAT_AREA].astype(float)
             keep = (area >= self.large_cells * g.cell_area_px) | ((area >= min_px) & (foreign >= 0.25 * area))
             keep[0] = False
