@@ -19,6 +19,8 @@ from service.referee import BloxReferee
 
 #: called with the new events in seq order; ``reset`` is True when a new game started
 Listener = Callable[[list[dict[str, Any]], bool], None]
+#: the most missed events a reconnecting follower is sent (as many as ``/api/events`` gives at once)
+MAX_BACKLOG = 5000
 
 
 class TableError(ValueError):
@@ -141,6 +143,24 @@ class TableService:
     def subscribe(self, listener: Listener) -> None:
         with self._lock:
             self._listeners.append(listener)
+
+    def follow(self, listener: Listener, recent: int = 0, seen: tuple[int, int] | None = None
+               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Subscribe ``listener`` and return the state and the events it has not had, read at that same instant.
+
+        Under the lock no input is committed in between, so every event is either in the
+        returned backlog or handed to the listener later: none lost, none twice. The backlog
+        is the last ``recent`` events of the current game, or, for a follower that has seen
+        this game up to event ``seen = (game_id, seq)`` (a reconnecting page), the events
+        after it (at most MAX_BACKLOG; an older gap is not worth re-sending).
+        """
+        with self._lock:
+            self._listeners.append(listener)
+            last = self.referee.seq
+            after = max(0, last - recent)
+            if seen is not None and seen[0] == self.record.id:
+                after = max(min(seen[1], last), last - MAX_BACKLOG)
+            return self.snapshot(), self.events(after) if after < last else []
 
     def unsubscribe(self, listener: Listener) -> None:
         with self._lock:

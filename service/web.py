@@ -3,8 +3,11 @@
 Everyone on the network may read; every change (a new game, a declaration, a correction,
 an undo) needs the table PIN in the ``X-Table-Pin`` header. The OpenAPI description is at
 ``/openapi.json`` and browsable at ``/docs``. Live updates are pushed as server-sent
-events on ``/api/stream``: one ``state`` message on connect, then an ``events`` message
-per batch of events (each with its plain-words ``text``) followed by the new ``state``.
+events on ``/api/stream``: one ``state`` message on connect, then a ``recent`` message with
+the events the reader has not had (the last ``?recent=N`` of the game; after a reconnect, those
+after its ``Last-Event-ID``), then an ``events`` message per batch of events (each with its
+plain-words ``text``) followed by the new ``state``. Event messages carry the id
+``<game_id>:<last seq>``, which the browser sends back as ``Last-Event-ID`` when it reconnects.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ PAGES = {"bloxx": "bloxx.html", "blockout": "blockout.html"}
 FRAME_CHECK_S = 0.5
 #: an uploaded sheet photo larger than this is refused (a phone's full-size JPEG is well under it)
 MAX_PHOTO_BYTES = 25_000_000
+#: on SIGTERM, requests still open after this long are cut: a live stream (a page left open)
+#: never ends by itself, and without a limit the server would wait for it forever
+SHUTDOWN_GRACE_S = 2.0
 
 
 class NewGame(BaseModel):
@@ -195,21 +201,30 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
         return app.state.upload_desk
 
     @app.get("/api/stream", summary="Live updates (server-sent events)")
-    async def stream(request: Request) -> StreamingResponse:
+    async def stream(
+        request: Request,
+        recent: int = Query(0, ge=0, le=5000, description="send the game's last N events first"),
+        last_event_id: str | None = Header(default=None, description="the id of the last event message read"),
+    ) -> StreamingResponse:
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[list[dict[str, Any]], bool]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[list[dict[str, Any]], int]] = asyncio.Queue()
 
         def listener(new_events: list[dict[str, Any]], reset: bool) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (new_events, reset))
+            # Called under the table's lock, so the game these events belong to is the current one.
+            loop.call_soon_threadsafe(queue.put_nowait, (new_events, service.record.id))
 
         async def messages():
-            service.subscribe(listener)
+            # Subscribed and caught up in one step: an event committed while the page was
+            # loading (or reconnecting) is in the backlog or comes on the stream, never lost.
+            state, backlog = service.follow(listener, recent, _seen(last_event_id))
             try:
-                yield _sse("state", service.snapshot())
+                yield _sse("state", state)
+                if backlog:
+                    yield _sse("recent", [with_text(e) for e in backlog], f"{state['game_id']}:{backlog[-1]['seq']}")
                 frame_version, quiet = 0, 0.0
                 while True:
                     try:
-                        new_events, reset = await asyncio.wait_for(queue.get(), timeout=FRAME_CHECK_S)
+                        new_events, game_id = await asyncio.wait_for(queue.get(), timeout=FRAME_CHECK_S)
                     except TimeoutError:
                         # Between events: tell the page when the camera view has a new frame.
                         version = getattr(runner, "frame_version", 0)
@@ -223,7 +238,7 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
                         continue
                     quiet = 0.0
                     if new_events:
-                        yield _sse("events", [with_text(e) for e in new_events])
+                        yield _sse("events", [with_text(e) for e in new_events], f"{game_id}:{new_events[-1]['seq']}")
                     yield _sse("state", service.snapshot())
                     if await request.is_disconnected():
                         return
@@ -235,5 +250,15 @@ def create_app(service: TableService, runner: Any = None) -> FastAPI:
     return app
 
 
-def _sse(name: str, data: Any) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+def _sse(name: str, data: Any, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def _seen(last_event_id: str | None) -> tuple[int, int] | None:
+    """``(game_id, seq)`` from a reconnecting reader's ``Last-Event-ID``; None when absent or not ours."""
+    try:
+        game_id, seq = (last_event_id or "").split(":")
+        return int(game_id), int(seq)
+    except ValueError:
+        return None

@@ -197,3 +197,15 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
             return value
         time.sleep(interval)
     raise TimeoutError(f"timed out waiting for {what}")
+
+
+def eventually_equal(value, expected, timeout: float, what: str, interval: float = 0.1) -> None:
+    """Poll ``value()`` until it equals ``expected``; after ``timeout`` s fail showing the last value.
+
+    For what a process does after a signal the test can see (a cursor written after the
+    broker's acknowledgement): the condition is checked as strictly, just not too early.
+    """
+    deadline = time.time() + timeout
+    while (got := value()) != expected and time.time() < deadline:
+        time.sleep(interval)
+    assert got == expected, f"{what}: {got!r}, expected {expected!r}"

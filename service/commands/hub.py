@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.hub import Hub, HubConfigError, HubSubscriber, create_hub_app, load_hub_config
+    from service.web import SHUTDOWN_GRACE_S
 
     try:
         config = load_hub_config(args.config)
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
           f"page at http://{hub_settings.host}:{hub_settings.port}/", flush=True)
     if not hub_settings.pin:
         print("bloxcam hub: no hub PIN set: the page is read-only (set [hub] pin or --pin)", file=sys.stderr)
-    server = uvicorn.Server(uvicorn.Config(app, host=hub_settings.host, port=hub_settings.port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=hub_settings.host, port=hub_settings.port, log_level="warning",
+                                           timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
     subscriber.start()
     try:
         server.run()

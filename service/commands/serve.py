@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from service.recording import RecordingError, load_recording
     from service.table import TableError, TableService
     from service.text import describe_event
-    from service.web import create_app
+    from service.web import SHUTDOWN_GRACE_S, create_app
 
     config = build_config(args)
     try:
@@ -220,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     if not config.table.pin:
         print("bloxcam: no table PIN set: the page is read-only (set [table] pin or --pin)", file=sys.stderr)
-    server = uvicorn.Server(uvicorn.Config(app, host=config.table.host, port=config.table.port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=config.table.host, port=config.table.port, log_level="warning",
+                                           timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
     runner.start()
     # Under systemd (Type=notify): READY once the page listens; watchdog pings only while
     # the referee loop turns, so a hung loop gets the service restarted.
