@@ -185,7 +185,7 @@ def test_an_empty_space_in_front_of_a_far_row_tower_is_not_read_as_a_tall_tower(
     infl = b.block.footprint_mm / 2 + b.block.max_offset_mm + b.block.footprint_mm / 2 * np.radians(
         b.block.max_rotation_deg)
     top = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm
-    centres = rec._cell_centres_mm()
+    centres = rec._cell_centres
     dist = np.hypot(*(centres - cam[:2]).T)
     table_p = g.src_probes[TABLE]
     rays = rec.view.rays(g.px[table_p])

@@ -288,8 +288,10 @@ class Recognizer:
         self._cell_centres.setflags(write=False)
         # Height (mm) of the solid of each hypothesis (see _top_mm).
         self._hyp_top = self._solid_top(np.arange(N_HYP), self.kit)
-        # The tower height whose chip top is nearest a figure's top (see _chip_print_costs).
+        # The most that may stand under a hand: the tallest tower with a chip, and 1 mm to spare.
         b = self.kit.blox
+        self._under_hand_max_mm = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
+        # The tower height whose chip top is nearest a figure's top (see _chip_print_costs).
         self._fig_plane = int(np.argmin([abs(h * b.block.height_mm + b.chip.thickness_mm - b.figure.height_mm)
                                          for h in range(1, b.block.max_tower)])) + 1
 
@@ -455,9 +457,7 @@ class Recognizer:
     def _top_mm(self, decision: np.ndarray, blocked: np.ndarray, blocked_top: np.ndarray | None = None) -> np.ndarray:
         """Height (mm) of each cell's decided solid; ``blocked`` cells (under a hand) get
         ``blocked_top`` (default: the tallest tower)."""
-        b = self.kit.blox
-        tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
-        return np.where(blocked, tallest if blocked_top is None else blocked_top, self._hyp_top[decision])
+        return np.where(blocked, self._under_hand_max_mm if blocked_top is None else blocked_top, self._hyp_top[decision])
 
     def _hand_cell_top(self) -> np.ndarray:
         """What may stand under a hand, for hiding the cells behind it: at most what was
@@ -465,12 +465,11 @@ class Recognizer:
         figure set down), the tallest tower where nothing was read yet. The hand itself
         hides what it covers in the image (its mask), whatever its height."""
         b = self.kit.blox
-        tallest = b.block.max_tower * b.block.height_mm + b.chip.thickness_mm + 1
         if self._last_top is None:
-            return np.full(self.n * self.n, tallest)
+            return np.full(self.n * self.n, self._under_hand_max_mm)
         grown = np.maximum(self._last_top + b.block.height_mm + (self._last_top == 0) * b.chip.thickness_mm,
                            b.figure.height_mm)
-        return np.minimum(grown + 1, tallest)
+        return np.minimum(grown + 1, self._under_hand_max_mm)
 
     def _table_colour(self, raw: np.ndarray, in_frame: np.ndarray, balance: Any, hands: Any,
                       g: BloxGeometry) -> np.ndarray | None:
@@ -653,10 +652,6 @@ class Recognizer:
             self._chip_pixels = (self.view.version, {})
         return self._chip_pixels[1].setdefault(reader, {})
 
-    def _cell_centres_mm(self) -> np.ndarray:
-        """Board-frame (x, y) mm of every cell's centre (n*n, 2)."""
-        return self._cell_centres
-
     def _steep_cells(self, max_deg: float) -> np.ndarray:
         """(n*n,) bool: cells seen within ``max_deg`` of straight down (their axis against
         the camera's ray), for the current pose."""
@@ -667,7 +662,7 @@ class Recognizer:
         """Cells read as towers (``decision`` 1..5), not ``blocked`` by a hand, seen within
         ``max_deg`` of straight down (their axis against the camera's ray)."""
         steep = self.geometry().steep.get(max_deg)  # type: ignore[attr-defined]
-        if steep is None:
+        if steep is None:  # an angle other than the readers' own (tests widen them)
             steep = self._steep_cells(max_deg)
         return np.nonzero((decision >= 1) & (decision <= 5) & ~blocked & steep)[0]
 
