@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import signal
+import threading
 from importlib import resources
 from typing import Any
 
@@ -36,6 +38,26 @@ MAX_PHOTO_BYTES = 25_000_000
 #: on SIGTERM, requests still open after this long are cut: a live stream (a page left open)
 #: never ends by itself, and without a limit the server would wait for it forever
 SHUTDOWN_GRACE_S = 2.0
+
+
+def run_until_stopped(server: Any) -> None:
+    """Run a ``uvicorn.Server`` until SIGTERM (or Ctrl-C) and then return, so that the
+    caller's clean-up runs.
+
+    Once shut down, uvicorn raises again the signal that stopped it. With SIGTERM's default
+    disposition that kills the process right there, before the caller stops the referee,
+    closes the game log and tells systemd and the MQTT broker that the table is going. A
+    handler of our own takes that second SIGTERM (and one arriving before uvicorn
+    installs its handlers stops the server as well).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        server.run()  # signals reach only the main thread: nothing to take
+        return
+    previous = signal.signal(signal.SIGTERM, server.handle_exit)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class NewGame(BaseModel):

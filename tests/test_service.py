@@ -251,6 +251,43 @@ def test_serve_tells_systemd_it_is_ready_and_alive(tmp_path):
     assert os.path.exists(server.log)
 
 
+def test_serve_stops_cleanly_on_sigterm_with_a_page_open(tmp_path):
+    """systemd stops the service with SIGTERM: the clean-up must run (STOPPING=1 sent, the
+    referee stopped, the game log closed and checkpointed), the exit be a clean 0, and a
+    page left open on the live stream must not hold the stop up."""
+    import os
+    import signal
+    import socket
+    import urllib.request
+
+    address = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(address)
+    sock.settimeout(10)
+    server = Server(GAME, tmp_path / "table.sqlite", speed=1, env={"NOTIFY_SOCKET": address})
+    try:
+        messages: list[str] = []
+        while "READY=1" not in messages:
+            messages += sock.recv(4096).decode().splitlines()
+        server.events_until(lambda events: len(events) >= 3, timeout=30)
+        page = urllib.request.urlopen(server.url + "/api/stream?recent=3", timeout=10)  # a phone left on the page
+        assert page.readline() == b"event: state\n"  # the stream is open and has begun
+        committed = len(server.get("/api/events?after=0&limit=5000"))
+        server.process.send_signal(signal.SIGTERM)
+        returncode = server.process.wait(15)
+        assert returncode == 0, server.log.with_suffix(".out").read_text()  # not killed by its own signal
+        while "STOPPING=1" not in messages:
+            messages += sock.recv(4096).decode().splitlines()
+        page.close()
+    finally:
+        server.stop()
+        sock.close()
+    assert "STATUS=saving the log" in messages
+    # The log was closed: SQLite checkpoints the write-ahead log into the file and removes it.
+    assert not os.path.exists(str(server.log) + "-wal")
+    assert len(events_in_log(server.log)) >= committed
+
+
 def test_camera_recording_through_recognition_reaches_the_true_scores(tmp_path):
     """Frames -> pose check -> recognition -> stability gate -> referee, in the real service."""
     camera_game = FIXTURES / "blox" / "camera-game"

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.hub import Hub, HubConfigError, HubSubscriber, create_hub_app, load_hub_config
-    from service.web import SHUTDOWN_GRACE_S
+    from service.web import SHUTDOWN_GRACE_S, run_until_stopped
 
     try:
         config = load_hub_config(args.config)
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                                            timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
     subscriber.start()
     try:
-        server.run()
+        run_until_stopped(server)
     finally:
         subscriber.stop()
     return 0

@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from service.recording import RecordingError, load_recording
     from service.table import TableError, TableService
     from service.text import describe_event
-    from service.web import SHUTDOWN_GRACE_S, create_app
+    from service.web import SHUTDOWN_GRACE_S, create_app, run_until_stopped
 
     config = build_config(args)
     try:
@@ -228,11 +228,13 @@ def run(args: argparse.Namespace) -> int:
     threading.Thread(target=_notify_when_listening, args=(server, url), daemon=True).start()
     watchdog = systemd.Watchdog(runner.healthy).start()
     try:
-        server.run()
+        run_until_stopped(server)
     finally:
-        systemd.stopping()
+        systemd.stopping("saving the log")
         watchdog.stop()
         runner.stop()
+        if publisher is not None:
+            publisher.stop()
         service.log.close()
     return 0
 
