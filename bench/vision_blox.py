@@ -12,7 +12,10 @@ between stable states) checks that no frame with a hand commits a state.
 Beside the official figures (which count every space the truth does not report occluded),
 three measurements say where the errors are (they change no figure above):
 
-* per set-up: the summary figures of each camera set-up (model, height, tilt);
+* per set-up: the summary figures of each camera set-up (model, height, tilt), how tall a
+  block's side face appears there and whether ``bloxcam calibrate board`` would flag the
+  pose as too nearly straight above (:mod:`calibration.tower_view`); and the summary over
+  the set-ups it does not flag;
 * visibility: from the true camera and the pieces exactly where the renderer put them
   (:mod:`calibration.render.visibility`), how many pixels of every tower level, figure
   and board square the frame shows. A level is *seen* with at least ``--min-visible-px``
@@ -58,10 +61,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration.kit import load_kit  # noqa: E402
+from calibration.pose import BoardPose  # noqa: E402
 from calibration.render import scene as sc  # noqa: E402
 from calibration.render import states as st  # noqa: E402
 from calibration.render.fixtures import render_sequence, write_scene, write_setup  # noqa: E402
 from calibration.render.visibility import BloxVisibility, blox_visibility, hands_from_json  # noqa: E402
+from calibration.tower_view import MAX_SHORT_SHARE, MIN_SIDE_PX, tower_view  # noqa: E402
 from vision.blox import Recognizer  # noqa: E402
 from vision.evaluate import Report, calibration_from_dir, evaluate_fixture  # noqa: E402
 
@@ -224,8 +229,10 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
         setup = sc.sample_setup(kit, "blox", seed, model=model)
         sdir = root / f"setup-{k}"
         write_setup(setup, sdir, seed, lens_frames=6)
+        view = tower_view(kit, BoardPose(cv2.Rodrigues(setup.R)[0].ravel(), np.ravel(setup.t), 0.0), setup.intr)
         info.append({"setup": k, "model": model, "seed": seed, "height_mm": round(setup.height_mm, 1),
-                     "tilt_deg": round(setup.tilt_deg, 1)})
+                     "tilt_deg": round(setup.tilt_deg, 1), "tower_side_px_median": round(view.median_px, 2),
+                     "tower_side_short_share": round(view.short_share, 3), "tower_view_readable": view.readable})
         per_setup = Report()
         ssplit = Split()
         for preset in sc.PRESETS:
@@ -393,10 +400,25 @@ def main() -> int:
             for s_info in info:
                 sm = s_info["summary"]
                 print(f"  set-up {s_info['setup']} ({s_info['model']}, tilt {s_info['tilt_deg']:.1f} deg, height "
-                      f"{s_info['height_mm']:.0f} mm): " + ", ".join(
+                      f"{s_info['height_mm']:.0f} mm, block side {s_info['tower_side_px_median']:.1f} px, "
+                      f"{'readable' if s_info['tower_view_readable'] else 'flagged'}): " + ", ".join(
                           f"{k} {sm[k]:.4f}" for k in ("per_space_error", "tower_height_exact",
                                                        "board_exact_stable_frames", "block_colour_error",
                                                        "figure_colour_error") if sm[k] is not None))
+            readable = [i for i in info if i["tower_view_readable"]]
+            if readable:
+                # The set-ups `bloxcam calibrate board` does not warn about (calibration/tower_view.py).
+                tot: dict = {}
+                for s_info in readable:
+                    for name, v in s_info["accuracy"].items():
+                        e, t = tot.get(name, (0, 0))
+                        tot[name] = (e + v["errors"], t + v["total"])
+                results["summary_tower_view_readable"] = {"setups": [i["setup"] for i in readable],
+                                                          **_summary(tot)}
+                print(f"set-ups whose calibration passes the tower-view check ({len(readable)} of {len(info)}: at "
+                      f"most {MAX_SHORT_SHARE:.0%} of spaces show a block's side under {MIN_SIDE_PX:g} px): " + ", ".join(
+                          f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in results["summary_tower_view_readable"].items() if k != "setups"))
             m = f"{args.min_visible_px:g}px"
             results["visibility"] = {"min_visible_px": args.min_visible_px, "core_min_px": CORE_MIN_PX,
                                      "curve_px": list(VISIBLE_CURVE_PX), "frame_size": [1280, 720],

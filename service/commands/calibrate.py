@@ -123,6 +123,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"white balance gains R G B: {gains[0]:.3f} {gains[1]:.3f} {gains[2]:.3f} ({data['white_balance']['against']})")
     for name, lab in data.get("colors", {}).items():
         print(f"  {name:8s} L {lab[0]:6.1f}  a {lab[1]:6.1f}  b {lab[2]:6.1f}")
+    if args.game == "blox":
+        from calibration.tower_view import tower_view
+
+        view = tower_view(kit, pose, intr)
+        print(view.summary())
+        if view.warning() is not None:
+            data["warnings"] = [*data.get("warnings", []), view.warning()]
     for warning in data.get("warnings", []):
         print(f"warning: {warning}")
     if cal is None:
