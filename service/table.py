@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.config import TableConfig
@@ -61,6 +61,8 @@ class SourceStatus:
     #: wall-clock time at which source time ``first_t`` was due (for latency measurements)
     start_wall: float | None = None
     first_t: float | None = None
+    #: what the table's set-up warns about, for the page (e.g. a camera that cannot read towers)
+    warnings: list[str] = field(default_factory=list)
 
 
 class TableService:
@@ -182,7 +184,7 @@ class TableService:
                     "table": self.config.table.name,
                     "game_id": self.record.id,
                     "seq": self.referee.seq,
-                    "source": vars(self.source).copy(),
+                    "source": {**vars(self.source), "warnings": list(self.source.warnings)},
                     "stats": vars(self.referee.stats).copy(),
                 }
             )

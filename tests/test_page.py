@@ -18,6 +18,7 @@ def test_page_shows_board_scores_and_verdicts_live(browser, tmp_path):
         page.wait_for_selector("#board .cell", timeout=20000)
         assert page.locator("#board .cell").count() == 81
         assert page.locator("#scores tbody tr").count() == 3
+        assert page.locator("#setup-warning").is_hidden()  # nothing to warn about
         # Towers are drawn with their heights; figures appear as the game goes on.
         heights = page.locator("#board .cell[data-kind=tower]").evaluate_all("els => els.map(e => +e.dataset.height)")
         assert heights and all(1 <= h <= 5 for h in heights)
@@ -88,5 +89,34 @@ def test_confirming_a_candidate_and_starting_a_new_game_from_the_page(browser, t
         page.click("#start")
         page.wait_for_function("document.querySelectorAll('#scores tbody tr').length === 3")
         assert server.get("/api/state")["players"] == ["yellow", "blue", "green"]
+    finally:
+        server.stop()
+
+
+def test_page_warns_when_the_camera_cannot_read_towers(browser, tmp_path):
+    """A Blox table calibrated with the camera nearly straight above: the players are told,
+    on the page, that the blocks under a tower's top cannot be read (calibration/tower_view.py)."""
+    import cv2
+    import numpy as np
+
+    from calibration.pose import BoardPose
+    from calibration.render import scene as sc
+    from calibration.store import save_calibration
+    from vision.evaluate import calibration_from_dir
+
+    recording = FIXTURES / "blox" / "camera-game"
+    calibration = calibration_from_dir(recording / "calibration", "blox")
+    nadir = sc.sample_setup(calibration.kit, "blox", 7, model="cm3", height_mm=850, tilt_deg=2.0)
+    calibration.pose = BoardPose(cv2.Rodrigues(nadir.R)[0].ravel(), np.ravel(nadir.t), 0.0)
+    save_calibration(calibration, tmp_path / "calibration.json")
+    server = Server(recording, tmp_path / "table.sqlite", speed=1,
+                    extra=["--calibration", str(tmp_path / "calibration.json")])
+    try:
+        assert any("straight above" in w for w in server.get("/api/health")["source"]["warnings"])
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(server.url + "/")
+        page.wait_for_selector("#setup-warning:not([hidden])", timeout=20000)
+        text = page.text_content("#setup-warning")
+        assert text.startswith("Camera set-up:") and "Tilt the camera" in text
     finally:
         server.stop()

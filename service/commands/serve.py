@@ -154,6 +154,9 @@ def source_runner(config, service, recording):
         recognizer = vision.make_recognizer(config.game.name, calibration, stable_seconds=source.stable_seconds)
     except (CalibrationError, ValueError) as exc:
         raise CliError(f"cannot set up recognition: {exc}") from exc
+    service.source.warnings = setup_warnings(config.game.name, calibration)
+    for warning in service.source.warnings:
+        print(f"bloxcam: warning: {warning}", file=sys.stderr, flush=True)
     if folder is not None:
         speed = source.speed
 
@@ -171,6 +174,18 @@ def source_runner(config, service, recording):
     camera_config = CameraConfig(kind=source.kind, device=source.path or 0)
     return CameraRunner(service, ResilientCamera(lambda: open_source(camera_config), live_clock=True), recognizer,
                         photo_desk=photo_desk(service, calibration))
+
+
+def setup_warnings(game: str, calibration) -> list[str]:
+    """What the players should know about the camera set-up, on the terminal and the page:
+    for Blox, a camera too nearly straight above to read the blocks under a tower's top
+    (the check ``bloxcam calibrate board`` makes, :mod:`calibration.tower_view`)."""
+    if game != "blox" or calibration.pose is None:
+        return []
+    from calibration.tower_view import tower_view
+
+    warning = tower_view(calibration.kit, calibration.pose, calibration.camera).warning()
+    return [warning] if warning else []
 
 
 def photo_desk(service, calibration):
