@@ -297,6 +297,30 @@ def test_glare_on_a_space_is_explained_but_another_colour_is_not():
     assert g2[2] > 900  # a chip's colour is no glare
 
 
+def test_glare_clipped_by_the_sensor_is_explained_but_a_clipped_colour_is_not():
+    from vision.blox import _glare_sqdist
+    from vision.colours import lab, lab_to_linear
+
+    clip = 0.95  # normalised linear light where the sensor's bytes run out
+    spaces = lab_to_linear(np.array([[55.0, 10.0, 60.0], [30.0, 10.0, -40.0], [60.0, -30.0, 40.0]])).astype(np.float32)
+    light = 0.9 * spaces + 0.8  # glare spots bright enough to clip one or two channels
+    obs = np.minimum(light, clip).astype(np.float32)
+    clipped = light >= clip
+    assert clipped.any(axis=1).all() and not clipped.all(axis=1).any()
+    blind = _glare_sqdist(obs, spaces, lab(obs))
+    aware = _glare_sqdist(obs, spaces, lab(obs), clipped)
+    # What was cut off was at least that bright: the glare fits far better (the glare
+    # price in the recogniser is 2 * SIGMA**2 = 72), where read as it came it need not.
+    assert np.all(aware <= blind + 1e-3) and aware.max() < 10.0
+    assert blind.max() > 25.0 and aware.max() < blind.max() / 3
+    # A yellow chip bright enough to clip its red and green, on a purple space: no glare.
+    purple = lab_to_linear(np.array([[44.0, 36.0, -5.0]])).astype(np.float32)
+    chip = lab_to_linear(np.array([[95.0, -5.0, 80.0]])).astype(np.float32)
+    chip_obs = np.minimum(chip, clip).astype(np.float32)
+    assert (chip >= clip).any()
+    assert _glare_sqdist(chip_obs, purple, lab(chip_obs), chip >= clip)[0] > 900
+
+
 def test_side_probes_are_weighted_by_how_robust_they_are_to_block_jitter(cal_file):
     from calibration.store import load_calibration
     from vision import _blox_geometry as geo

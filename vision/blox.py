@@ -143,6 +143,10 @@ HAND_GROW_PX = 5  # the hand mask is grown by this (low-res px, about 2.5 mm eac
 # explains is foreign (see vision.hands): pale skin can lie near a cream/purple mix.
 HAND_MIX_WIDTH_PX = 5
 GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
+# A byte at least this high may have been cut off by the sensor: a glare spot on a dark
+# space often clips one or two channels, which then read darker than the light was.
+SATURATED_BYTE = 250
+CLIP_REFITS = 4  # refits of a glare spot's light with the clipped channels raised to the fit
 PIECE_PRIOR = 1.5  # cost of any piece on a space (probe cost units): empty spaces are the rule
 LEVEL_PRIOR = 1.0  # cost of each free colour choice (a tower level, a figure)
 ADJACENT_PENALTY = 0.5  # cost of a weak side probe seeing the neighbouring level instead of its own
@@ -353,10 +357,12 @@ class Recognizer:
         return lab(_rows(lin_n, g.src_probes[BLK_SIDE]) / shade[:, None])  # type: ignore[attr-defined]
 
     def _probe_costs(self, lab_top: np.ndarray, lin_n: np.ndarray, g: BloxGeometry,
-                     table_lab: np.ndarray | None = None) -> np.ndarray:
+                     table_lab: np.ndarray | None = None, raw: np.ndarray | None = None) -> np.ndarray:
         """The cost table of this frame (:class:`vision._blox_score.ScoreIndex`): per
         source, the cost of each probe it is read at against each of (up to) four
-        candidate colours."""
+        candidate colours. ``raw``: the probes' BGR bytes (for where the sensor clipped)."""
+        if raw is None:
+            raw = np.zeros((len(lin_n), 3), np.uint8)
         ix = g.score_index  # type: ignore[attr-defined]
         T = ix.new_table()
         ix.fill(T, UNKNOWN, UNKNOWN_COST)
@@ -369,7 +375,9 @@ class Recognizer:
         worse = np.nonzero(own2 > price)[0]  # only there can a glare spot explain it better
         if len(worse):
             wp = own_p[worse]
-            glare2 = _glare_sqdist(_rows(lin_n, wp), _rows(self._space_lin_flat, g.cell[wp]), _rows(lab_top, wp))
+            clipped = _rows(raw, wp)[:, ::-1] >= SATURATED_BYTE  # RGB order, as lin_n
+            glare2 = _glare_sqdist(_rows(lin_n, wp), _rows(self._space_lin_flat, g.cell[wp]), _rows(lab_top, wp),
+                                   clipped)
             own2[worse] = np.minimum(own2[worse], glare2 + price)
         ix.fill(T, OWN, self._cost2(own2))
         # Where a tower's blocks may reach when they sit off centre: the square, or
@@ -783,7 +791,7 @@ class Recognizer:
         hand_cells = cover >= HAND_CELL_COVER
 
         table_lab = self._table_colour(every[n_px + n_sp:], in_frame[n_px + n_sp:], balance, hands, g)
-        Q = self._probe_costs(lab_top, lin_n, g, table_lab)
+        Q = self._probe_costs(lab_top, lin_n, g, table_lab, every[:n_px])
         decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
@@ -1128,12 +1136,32 @@ def _shaded_sqdist_one(obs: np.ndarray, ref: np.ndarray, lo: float = 0.62, hi: f
     return np.einsum("ij,ij->i", d, d)
 
 
-def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray) -> np.ndarray:
+def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray,
+                  clipped: np.ndarray | None = None) -> np.ndarray:
     """Squared CIELAB distance from ``obs`` to its reference seen under shading u and
     added white light w (a glare spot): ``u * ref + w``, u and w >= 0 fitted per row in
-    linear light (least squares, u kept in the shading range of :func:`_shaded_sqdist`)."""
+    linear light (least squares, u kept in the shading range of :func:`_shaded_sqdist`).
+
+    ``clipped`` (N, 3) marks channels the sensor cut off: there the light was at least
+    what was read, so a fit brighter than the reading costs nothing in that channel (the
+    fit is made again with those channels raised to it, a few times)."""
     o = np.asarray(obs_lin, np.float32)
     r = np.asarray(ref_lin, np.float32)
+    pred = _glare_fit(o, r)
+    d = lab(pred) - obs_lab
+    rows = np.nonzero(clipped.any(axis=1))[0] if clipped is not None else np.zeros(0, np.intp)
+    if len(rows):
+        oc, rc, cc = o[rows], r[rows], clipped[rows]
+        pc = pred[rows]
+        for _ in range(CLIP_REFITS):
+            pc = _glare_fit(np.where(cc, np.maximum(oc, pc), oc), rc)
+        d[rows] = lab(pc) - lab(np.where(cc, np.maximum(oc, pc), oc))
+    d0, d1, d2 = d[:, 0], d[:, 1], d[:, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+def _glare_fit(o: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The least-squares ``u * r + w`` of :func:`_glare_sqdist` for observations ``o``."""
     # Channel by channel (numpy's loops then run over the rows).
     o0, o1, o2, r0, r1, r2 = o[:, 0], o[:, 1], o[:, 2], r[:, 0], r[:, 1], r[:, 2]
     rr = r0 * r0 + r1 * r1 + r2 * r2
@@ -1143,9 +1171,7 @@ def _glare_sqdist(obs_lin: np.ndarray, ref_lin: np.ndarray, obs_lab: np.ndarray)
     det = np.maximum(3 * rr - rs * rs, np.float32(1e-8))
     u = np.clip((3 * ro - rs * so) / det, 0.24, 1.1)
     w = np.maximum((so - u * rs) / 3, 0)
-    d = lab(np.stack([r0 * u + w, r1 * u + w, r2 * u + w], axis=1)) - obs_lab
-    d0, d1, d2 = d[:, 0], d[:, 1], d[:, 2]
-    return d0 * d0 + d1 * d1 + d2 * d2
+    return np.stack([r0 * u + w, r1 * u + w, r2 * u + w], axis=1)
 
 
 def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
