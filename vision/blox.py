@@ -119,7 +119,7 @@ from vision._blox_geometry import (BLK_SIDE, BLK_TOP, CHIP, EMPTY, FIGURE,
                                    G_CHIP, G_FIG, G_LEVEL0, G_OWN, G_UNKNOWN, FIG_CAP, FIG_SIDE, N_GTYPES, N_HYP,
                                    N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, TOP_OVER_BOARD, UNKNOWN, BloxGeometry)
 from vision.board import BoardView
-from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, luminance
+from vision.colours import ColourModel, bgr_to_linear, confidence_from_costs, lab, lab_to_linear, luminance
 from vision.glyphs import INK_THRESHOLD, GlyphBank, normalise_ink
 from vision.hands import HandDetector
 from vision.motion import StabilityGate, lores_grey
@@ -142,6 +142,7 @@ HAND_GROW_PX = 5  # the hand mask is grown by this (low-res px, about 2.5 mm eac
 # A region this wide (low-res px, a third of a space) that only a mix of two board colours
 # explains is foreign (see vision.hands): pale skin can lie near a cream/purple mix.
 HAND_MIX_WIDTH_PX = 5
+CHIP_RETELL_DE = 2.0  # the learnt chip colour is passed to the hand detector when it moved this far
 GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
 # A byte at least this high may have been cut off by the sensor: a glare spot on a dark
 # space often clips one or two channels, which then read darker than the light was.
@@ -277,6 +278,7 @@ class Recognizer:
         self._fig_lab = np.array([self.colours.refs[f"figure:{p}"] for p in self.players])
         self._chip_lab = np.array(self.colours.refs["chip"], float)
         self._chip_learnt = False
+        self._chip_told = self._chip_lab.copy()  # the chip colour the hand detector explains
         self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
@@ -806,6 +808,10 @@ class Recognizer:
                 self._estimate_side_shade(lin_n, visible, decision, g)
                 self._shade_hand_free = self._shade_hand_free or not hands.any
             moved = self._learn_chip(lab_top, visible, decision, g)
+            if np.linalg.norm(self._chip_lab - self._chip_told) > CHIP_RETELL_DE:
+                # The chips as printed on this table are no hand (the next frames).
+                self.hand_detector.learn_colour("chip", lab_to_linear(self._chip_lab[None])[0])
+                self._chip_told = self._chip_lab.copy()
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
                 self._learnt_costs(Q, lab_top, lin_n, g)

@@ -103,6 +103,7 @@ class HandDetector:
         d_pure = ((grid[:, None, :] - self.points[None]) ** 2).sum(axis=2).min(axis=1)
         d_all = np.minimum(d_board, d_pure)
         self._lut = d_all.reshape(q + 1, q + 1).astype(np.float32)
+        self._grid = grid.astype(np.float32)
         # Distance to one colour alone (for mix_width_px): any kit colour, or a board
         # colour whitened by glare (glare adds the light's white: that is no mix of two
         # spaces either).
@@ -110,6 +111,8 @@ class HandDetector:
         for p in board_pts:
             d_pure = np.minimum(d_pure, segment_distance(grid, p, white) ** 2)
         self._lut_unmixed = d_pure.reshape(q + 1, q + 1).astype(np.float32)
+        self._surveyed_luts = (self._lut, self._lut_unmixed)
+        self.learnt: dict[str, np.ndarray] = {}  # chromaticities learnt on this table (learn_colour)
         # Without board colours (no ``space:`` references) every reference counts as "board".
         self._lut_board = d_board.reshape(q + 1, q + 1).astype(np.float32) if board else self._lut
         self.px_per_mm = px_per_mm
@@ -122,6 +125,20 @@ class HandDetector:
         self.margin_mm = margin_mm
         self.height_mm = height_mm
         self._geo: _Geometry | None = None
+
+    def learn_colour(self, key: str, lin_rgb: np.ndarray) -> None:
+        """A colour of a piece as seen on this table (balanced linear light), explained from
+        now on besides the references: the kit gives pieces only a nominal colour, and a
+        print off it by more than ``chroma_tol`` made two neighbouring point chips pass
+        for a hand. A key learnt again replaces its earlier colour."""
+        self.learnt[key] = chromaticity(np.asarray(lin_rgb, np.float64)).astype(np.float32)
+        pts = np.array(list(self.learnt.values()), np.float32)
+        d = ((self._grid[:, None, :] - pts[None]) ** 2).sum(axis=2).min(axis=1).reshape(self._lut.shape)
+        lut, unmixed = self._surveyed_luts
+        self._lut = np.minimum(lut, d)
+        self._lut_unmixed = np.minimum(unmixed, d)
+        if self._lut_board is lut:  # no board colours: every reference counts as board
+            self._lut_board = self._lut
 
     def _geometry(self, frame: np.ndarray) -> _Geometry:
         v = self.view
