@@ -48,15 +48,21 @@ def test_side_faces_grow_with_tilt_and_toward_the_near_edge():
     assert side[0].mean() > side[-1].mean()
 
 
-def test_calibrate_board_warns_about_a_camera_straight_above(tmp_path, capsys):
-    setup, _, view = _view("cm3-wide", 600, 2.0)
-    cond = sc.sample_conditions(4242, "neutral", area=KIT.area_mm("blox"), kit=KIT)
-    frame = sc.render_frame(setup, empty_state(KIT, "blox"), cond, 4242).image
+def _calibrate_board(tmp_path, capsys, model: str, height: float, tilt: float, seed: int):
+    """``bloxcam calibrate board`` on a photo of the empty board from that camera: the
+    true tower view, what the command printed and the calibration file."""
+    setup, _, view = _view(model, height, tilt)
+    cond = sc.sample_conditions(seed, "neutral", area=KIT.area_mm("blox"), kit=KIT)
+    frame = sc.render_frame(setup, empty_state(KIT, "blox"), cond, seed).image
     board = tmp_path / "board.jpg"
     cv2.imwrite(str(board), frame, [cv2.IMWRITE_JPEG_QUALITY, 95])
     cal = tmp_path / "calibration.json"
-    assert main(["calibrate", "board", str(board), "-c", str(cal), "--camera-model", "cm3-wide"]) == 0
-    out = capsys.readouterr().out
+    assert main(["calibrate", "board", str(board), "-c", str(cal), "--camera-model", model]) == 0
+    return view, capsys.readouterr().out, cal
+
+
+def test_calibrate_board_warns_about_a_camera_straight_above(tmp_path, capsys):
+    view, out, cal = _calibrate_board(tmp_path, capsys, "cm3-wide", 600, 2.0, 4242)
     assert "tower view: a block's side face shows" in out
     assert "warning: the camera sees the board too nearly from straight above" in out
     saved = json.loads(cal.read_text())
@@ -67,11 +73,5 @@ def test_calibrate_board_warns_about_a_camera_straight_above(tmp_path, capsys):
 
 
 def test_calibrate_board_on_an_oblique_camera_does_not_warn(tmp_path, capsys):
-    setup, _, view = _view("cm3", 800, 30.0)
-    cond = sc.sample_conditions(4243, "neutral", area=KIT.area_mm("blox"), kit=KIT)
-    frame = sc.render_frame(setup, empty_state(KIT, "blox"), cond, 4243).image
-    board = tmp_path / "board.jpg"
-    cv2.imwrite(str(board), frame, [cv2.IMWRITE_JPEG_QUALITY, 95])
-    assert main(["calibrate", "board", str(board), "-c", str(tmp_path / "c.json")]) == 0
-    out = capsys.readouterr().out
+    _, out, _ = _calibrate_board(tmp_path, capsys, "cm3", 800, 30.0, 4243)
     assert "tower view:" in out and "straight above" not in out
