@@ -96,6 +96,8 @@ def test_confirming_a_candidate_and_starting_a_new_game_from_the_page(browser, t
 def test_page_warns_when_the_camera_cannot_read_towers(browser, tmp_path):
     """A Blox table calibrated with the camera nearly straight above: the players are told,
     on the page, that the blocks under a tower's top cannot be read (calibration/tower_view.py)."""
+    import dataclasses
+
     import cv2
     import numpy as np
 
@@ -107,8 +109,8 @@ def test_page_warns_when_the_camera_cannot_read_towers(browser, tmp_path):
     recording = FIXTURES / "blox" / "camera-game"
     calibration = calibration_from_dir(recording / "calibration", "blox")
     nadir = sc.sample_setup(calibration.kit, "blox", 7, model="cm3", height_mm=850, tilt_deg=2.0)
-    calibration.pose = BoardPose(cv2.Rodrigues(nadir.R)[0].ravel(), np.ravel(nadir.t), 0.0)
-    save_calibration(calibration, tmp_path / "calibration.json")
+    nadir_pose = BoardPose(cv2.Rodrigues(nadir.R)[0].ravel(), np.ravel(nadir.t), 0.0)
+    save_calibration(dataclasses.replace(calibration, pose=nadir_pose), tmp_path / "calibration.json")
     server = Server(recording, tmp_path / "table.sqlite", speed=1,
                     extra=["--calibration", str(tmp_path / "calibration.json")])
     try:

@@ -206,3 +206,15 @@ def test_balance_is_not_fooled_by_an_arm_over_most_of_the_board(cal):
     # Without the keywords the fit is exactly the plain one (other games rely on it).
     again = model.balance(observed, expected, xy)
     assert np.allclose(again.gains, plain.gains) and np.allclose(again.coef, plain.coef)
+
+
+def test_a_changed_calibration_does_not_change_the_next_callers():
+    """calibration_from_dir computes a folder's calibration once; a caller that changes its
+    copy (a test putting the camera elsewhere) must not move the board for every later one."""
+    first = calibration_from_dir(FIX / "setup-cm3" / "calibration", "blox")
+    held = first.pose.tvec.copy()
+    first.pose = None
+    first.survey["warnings"].append("changed by a caller")
+    again = calibration_from_dir(FIX / "setup-cm3" / "calibration", "blox")
+    assert again.pose is not None and np.array_equal(again.pose.tvec, held)
+    assert "changed by a caller" not in again.survey["warnings"]

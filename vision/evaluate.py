@@ -26,6 +26,7 @@ recorded in meta.json (``frames[i].conditions.name``), else the fixture's name.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ def calibration_from_dir(cal_dir: str | Path, game: str | None = None, *, camera
     usable, else the camera model's default lens); ``board.*``: pose (all four markers)
     and colour survey. The kit is the one recorded with the frames (meta.json ``kit``),
     else the bundled kit; the camera model names the default lens (what a user tells
-    ``bloxcam calibrate --camera-model``). Cached per folder."""
+    ``bloxcam calibrate --camera-model``). Computed once per folder; every caller gets its
+    own copy, so one that changes it (a pose, a survey entry) cannot change another's."""
     from calibration.camera import default_intrinsics
     from calibration.kit import KitError, kit_from_dict, load_kit
     from calibration.lens import MIN_FRAMES, LensError, calibrate_lens
@@ -83,7 +85,7 @@ def calibration_from_dir(cal_dir: str | Path, game: str | None = None, *, camera
     d = Path(cal_dir).resolve()
     key = (str(d), game or "")
     if key in _CAL_CACHE:
-        return _CAL_CACHE[key]
+        return copy.deepcopy(_CAL_CACHE[key])
     if not d.is_dir():
         raise FixtureError(f"no calibration folder {cal_dir}")
     meta = _read_json(d / "meta.json") if (d / "meta.json").exists() else {}
@@ -119,7 +121,7 @@ def calibration_from_dir(cal_dir: str | Path, game: str | None = None, *, camera
     cal = Calibration(game=game, camera=intr, camera_model=model, kit=kit, pose=pose, survey=data, lens=lens_info,
                       table=d.parent.name)
     _CAL_CACHE[key] = cal
-    return cal
+    return copy.deepcopy(cal)
 
 
 @dataclass
