@@ -124,6 +124,23 @@ def test_freshly_rendered_scenes(tmp_path):
     assert report.by_condition["hands"]["commit_false"][1] == 1  # the hand frame was not committed
 
 
+def test_every_still_scene_of_a_fixture_is_committed(tmp_path):
+    """A fixture of several independent scenes: each is shown as a camera would see it put
+    in front of it and held still for stable_seconds, so each is committed, not only the
+    first (the cut from one scene to the next is motion and restarts the gate's clock)."""
+    kit = load_kit()
+    seed = 5_320_000  # development seeds
+    setup = sc.sample_setup(kit, "blox", seed, model="cm3", tilt_deg=30.0)
+    write_setup(setup, tmp_path / "setup", seed, lens_frames=6)
+    seeds = [seed + 1 + k for k in range(3)]
+    states = [st.random_state(kit, "blox", np.random.default_rng(s)) for s in seeds]
+    conds = [sc.sample_conditions(s, "neutral", area=kit.area_mm("blox"), kit=kit) for s in seeds]
+    d = write_scene(setup, states, conds, seeds, tmp_path / "scenes", setup_dir=tmp_path / "setup")
+    report = evaluate_fixture(d)
+    assert report.frames == 3
+    assert tuple(report.totals()["commit_missed"]) == (0, 3)
+
+
 def test_score_counts_each_kind_of_error():
     cells = [[None] * 9 for _ in range(9)]
     cells[0][0] = {"tower": ["grey", "white"]}

@@ -16,9 +16,12 @@ Frames are decoded with OpenCV (``cv2.imread``, ``cv2.VideoCapture``), run throu
 * ``commit_missed``: truth-stable frames not judged stable (a slower commit, not wrong).
 
 Fixtures of independent single scenes (no ``fps`` in meta.json) are not a video: each
-frame is shown to the recogniser as a still scene held for ``stable_seconds`` (the
-frame is processed twice, ``stable_seconds`` apart), as ``bloxcam recognize`` does
-with a photo. Sequences (``fps`` given, or a video) run frame by frame in time order.
+frame is shown to the recogniser as a camera would show a scene put in front of it and
+then held still for ``stable_seconds``: the frame is processed once as the change from
+the scene before (which the motion gate sees as motion), then at the start and at the
+end of ``stable_seconds`` of stillness. (``bloxcam recognize`` shows a photo to a fresh
+recogniser, which has no scene before.) Sequences (``fps`` given, or a video) run frame
+by frame in time order.
 
 Results are broken down by condition: the conditions preset of each frame as
 recorded in meta.json (``frames[i].conditions.name``), else the fixture's name.
@@ -284,8 +287,12 @@ def evaluate_fixture(path: str | Path, report: Report | None = None, *, stable_s
         truth = fx.truth[i]
         t = float(truth.get("t", i))
         if not fx.sequence:
-            # A single scene: a still camera watching it for stable_seconds.
-            rec.process(image, t - stable_seconds - 1e-3, int(truth.get("frame", i)))
+            # A single scene: it appears (the cut from the previous scene is motion, and
+            # restarts the gate's clock), then the camera watches it still for
+            # stable_seconds. Shown only twice, every scene after the first would be
+            # judged on the frame the clock started and never committed.
+            for lead in (2e-3, 1e-3):
+                rec.process(image, t - stable_seconds - lead, int(truth.get("frame", i)))
         obs = rec.process(image, t, int(truth.get("frame", i)))
         metrics = dict(module.score(truth, obs))
         truth_stable = bool(truth.get("stable"))
