@@ -49,6 +49,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import platform  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -282,6 +283,21 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
     return report, info, split, splits
 
 
+def host() -> dict:
+    """What the speed figures were measured on: the same code ran 2.5 times slower on one
+    machine of the same kind than on another, so a figure means little without it."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+            "opencv": cv2.__version__}
+
+
 def speed(kit, root: Path, frames: int = 20, base_seed: int = BASE_SEED) -> dict:
     cv2.setNumThreads(1)
     out = {}
@@ -379,9 +395,11 @@ def main() -> int:
     results: dict = {"base_seed": args.seed}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        results["host"] = host()
         sp = speed(kit, root, base_seed=args.seed)
         results["speed"] = sp
-        print("speed (one thread, decoded frame -> observation):")
+        print("speed (one thread, decoded frame -> observation) on " + ", ".join(
+            f"{k} {v}" for k, v in results["host"].items()) + ":")
         for k, v in sp.items():
             print(f"  {k}: median {v['median_ms']:.1f} ms wall, {v['median_cpu_ms']:.1f} ms CPU; "
                   f"p90 {v['p90_ms']:.1f} ms wall, {v['p90_cpu_ms']:.1f} ms CPU "
