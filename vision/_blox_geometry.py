@@ -56,8 +56,10 @@ from vision.board import BoardView
 # square, or something unknown: whichever explains the probe better).
 # TOP_OVER_BOARD: the top face of the tallest tower (which has no chip) where the ray,
 # without the tower, would reach another space's square (``BloxGeometry.behind``).
-UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE, OWN_EDGE, TOP_OVER_BOARD = range(11)
-N_SRC = 11
+# BEHIND: where the hypothesis puts nothing and the ray reaches another space's square:
+# that square, or a piece standing on that space (a block's colour), or something unknown.
+UNKNOWN, OWN, CHIP, FIG_CAP, FIG_SIDE, BLK_TOP, BLK_SIDE, OWN_BODY, TABLE, OWN_EDGE, TOP_OVER_BOARD, BEHIND = range(12)
+N_SRC = 12
 # Which other level a side probe may see when the blocks sit off their nominal places
 # (``e_alt``): none (its face is robust, or the edge it is near is the board's or the
 # same block's top face), the level below, the level above.
@@ -283,7 +285,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
                 t_idx = np.nonzero(table)[0]
                 table_behind[t_idx] = _crosses_any(C, d[t_idx], centres[farther], infl, top_all)
             table_behind_l.append(table_behind)
-            board_src = np.where(own, OWN, np.where(table, TABLE, UNKNOWN))
+            board_src = np.where(own, OWN, np.where(table, TABLE, np.where(behind >= 0, BEHIND, UNKNOWN)))
             board_g = np.where(own, G_OWN, G_UNKNOWN)
             orient = np.full(N, -1)
             ones = np.ones(N, np.float32)

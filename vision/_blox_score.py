@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vision._blox_geometry import (ALT_DOWN, ALT_UP, BLK_SIDE, CHIP, G_CHIP, G_LEVEL0, G_OWN, G_UNKNOWN, N_GTYPES,
+from vision._blox_geometry import (ALT_DOWN, ALT_UP, BEHIND, BLK_SIDE, CHIP, G_CHIP, G_LEVEL0, G_OWN, G_UNKNOWN, N_GTYPES,
                                    N_HYP, N_SRC, OWN, OWN_BODY, OWN_EDGE, TABLE, UNKNOWN, WEAK_SIDE_WEIGHT,
                                    BloxGeometry)
 
@@ -44,7 +44,7 @@ from vision._blox_geometry import (ALT_DOWN, ALT_UP, BLK_SIDE, CHIP, G_CHIP, G_L
 WEAK, PAIR_COUNT = N_SRC, N_SRC + 1
 N_BLOCKS = N_SRC + 2
 #: sources with one candidate colour, and the groups that read only them
-SINGLE_SOURCES = (UNKNOWN, OWN, CHIP, OWN_BODY, TABLE, OWN_EDGE)
+SINGLE_SOURCES = (UNKNOWN, OWN, CHIP, OWN_BODY, TABLE, OWN_EDGE, BEHIND)
 SINGLE_GROUPS = (G_UNKNOWN, G_OWN, G_CHIP)
 
 
