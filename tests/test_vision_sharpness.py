@@ -115,3 +115,15 @@ def test_defocused_frames_are_read_better_sharpened(defocused_wide, monkeypatch)
     as_seen = errors()
     # Dev: 33 -> 24 and 32 -> 23 per-space errors on two such sets of 16 frames.
     assert sum(sharpened) < 0.85 * sum(as_seen), (sharpened, as_seen)
+
+
+def test_crossing_is_interp_of_every_row():
+    from vision.sharpness import _crossing
+
+    rng = np.random.default_rng(1)
+    x = np.arange(-5, 5.01, 0.5)
+    v = np.sort(rng.random((200, len(x))), axis=1)
+    v[:, 0], v[:, -1] = 0.0, 1.0
+    for level in (0.1, 0.5, 0.9):
+        expected = np.array([np.interp(level, row, x) for row in v])
+        assert np.allclose(_crossing(v, x, level), expected)

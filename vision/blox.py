@@ -371,6 +371,8 @@ class Recognizer:
             hi = np.ceil(g.sampler_px.max(axis=0)).astype(int) + 9  # type: ignore[attr-defined]
             W, H = self.view.intr.width, self.view.intr.height
             g.roi = (max(lo[0], 0), max(lo[1], 0), min(hi[0], W), min(hi[1], H))  # type: ignore[attr-defined]
+            x0, y0, x1, y1 = g.roi  # type: ignore[attr-defined]
+            g.roi_sampler = _Sampler(g.sampler_px - np.float32([x0, y0]), x1 - x0, y1 - y0)  # type: ignore[attr-defined]
             g.space_xy = np.concatenate([lat + [c * s, r * s] for r in range(self.n) for c in range(self.n)])  # type: ignore[attr-defined]
         return self._geo
 
@@ -927,9 +929,8 @@ class Recognizer:
         extra = extra_blur(blur)
         if extra >= MIN_SHARPEN_SIGMA_PX:
             x0, y0, x1, y1 = g.roi  # type: ignore[attr-defined]
-            blurred = frame_bgr.copy()
-            blurred[y0:y1, x0:x1] = cv2.GaussianBlur(frame_bgr[y0:y1, x0:x1], (0, 0), extra)
-            every = sharpen_samples(every, g.sampler.read(blurred))  # type: ignore[attr-defined]
+            blurred = cv2.GaussianBlur(frame_bgr[y0:y1, x0:x1], (0, 0), extra)
+            every = sharpen_samples(every, g.roi_sampler.read(blurred))  # type: ignore[attr-defined]
         n_px, n_sp = len(g.px), len(g.space_pts)
         in_frame = ~g.sampler.outside  # type: ignore[attr-defined]
         finite = in_frame[:n_px]

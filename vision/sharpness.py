@@ -92,13 +92,23 @@ def blur_sigma(frame_bgr: np.ndarray, profiles: EdgeProfiles) -> float | None:
         return None
     v = np.maximum.accumulate(v[clean], axis=1)
     off = profiles.offsets
-    rises = np.array([np.interp(0.9, row, off) - np.interp(0.1, row, off) for row in v])
+    rises = _crossing(v, off, 0.9) - _crossing(v, off, 0.1)
     # Motion blurs along one direction, defocus along all: the edges of each family
     # (profiles.family: the board's two edge directions) are measured apart, and the
     # sharper family tells the defocus (a moving camera's smear is no Gaussian to undo).
     fam = profiles.family[inside][ok][clean]
     sig = [float(np.median(rises[fam == f])) / RISE_PER_SIGMA for f in (0, 1) if (fam == f).sum() >= MIN_PROFILES // 2]
     return min(sig) if sig else None
+
+
+def _crossing(v: np.ndarray, x: np.ndarray, level: float) -> np.ndarray:
+    """Where each row of ``v`` (non-decreasing, over positions ``x``) first reaches
+    ``level``, interpolated linearly (``np.interp`` of every row at once)."""
+    i = np.clip(np.argmax(v >= level, axis=1), 1, v.shape[1] - 1)
+    rows = np.arange(len(v))
+    v0, v1 = v[rows, i - 1], v[rows, i]
+    frac = np.clip((level - v0) / np.maximum(v1 - v0, 1e-9), 0.0, 1.0)
+    return x[i - 1] + frac * (x[i] - x[i - 1])
 
 
 def extra_blur(sigma: float | None, base: float = BASE_SIGMA_PX) -> float:
