@@ -294,6 +294,8 @@ class Recognizer:
         self._chip_lab = np.array(self.colours.refs["chip"], float)
         self._chip_learnt = False
         self._chip_told = self._chip_lab.copy()  # the chip colour the hand detector explains
+        # This frame's CIELAB at the BEHIND probes (written by _probe_costs, read by _behind_test).
+        self._behind_lab = np.zeros((0, 3), np.float32)
         self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
