@@ -158,6 +158,9 @@ GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in pr
 # space often clips one or two channels, which then read darker than the light was.
 SATURATED_BYTE = 250
 CLIP_REFITS = 4  # refits of a glare spot's light with the clipped channels raised to the fit
+# The blur is measured across edges between spaces whose surveyed linear luminance differs
+# by this much (vision.sharpness): the black, white and grey spaces' edges with each other.
+EDGE_MIN_CONTRAST = 0.15
 PIECE_PRIOR = 1.5  # cost of any piece on a space (probe cost units): empty spaces are the rule
 # A piece in front of a farther piece is read as the joint alternative (Recognizer._behind_test)
 # only when that is at least this much cheaper (a posterior ratio of e): on dev scenes the
@@ -388,7 +391,7 @@ class Recognizer:
             for c in range(n):
                 for dr, dc in ((0, 1), (1, 0)):
                     r2, c2 = r + dr, c + dc
-                    if r2 >= n or c2 >= n or abs(lum[r * n + c] - lum[r2 * n + c2]) < 0.15:
+                    if r2 >= n or c2 >= n or abs(lum[r * n + c] - lum[r2 * n + c2]) < EDGE_MIN_CONTRAST:
                         continue
                     for f in (0.3, 0.7):
                         # Points 1 mm either side of the edge: the image direction across it.
@@ -584,9 +587,8 @@ class Recognizer:
         earlier call returned them (the last item returned)."""
         visible = seen.astype(np.float32)
         add = np.zeros((self.n * self.n, N_HYP)) if extra is None else extra
-        ix = g.score_index  # type: ignore[attr-defined]
-        behind_cost = np.full(len(g.src_probes[BEHIND]), np.float32(UNKNOWN_COST))  # type: ignore[attr-defined]
-        ix.fill(Q, BEHIND, behind_cost)  # as _probe_costs left it (a previous call may have relaxed it)
+        # The BEHIND rows as _probe_costs wrote them: a previous call's _behind_test may have relaxed some.
+        g.score_index.fill(Q, BEHIND, UNKNOWN_COST)  # type: ignore[attr-defined]
         first = self._score(Q, visible, g) if first is None else first
         decision = np.argmin(first[0] + add, axis=1)
         # Read with every probe in view: a piece a nearer (phantom) piece hides shows here.
@@ -594,7 +596,7 @@ class Recognizer:
         hand_top = self._hand_cell_top()
         decision, visible, scores = self._settle(Q, seen, hand_cells, g, decision, visible, first, add, hand_top)
         decision, visible, scores = self._behind_test(Q, seen, hand_cells, g, decision, visible, scores, add, hand_top,
-                                                      behind_cost, unhidden)
+                                                      unhidden)
         cost, S, cnt, P = scores
         return decision, visible, cost + add, S, cnt, P, first
 
@@ -614,14 +616,15 @@ class Recognizer:
 
     def _behind_test(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                      decision: np.ndarray, visible: np.ndarray, scores: tuple, add: np.ndarray, hand_top: np.ndarray,
-                     behind_cost: np.ndarray, unhidden: np.ndarray) -> tuple:
+                     unhidden: np.ndarray) -> tuple:
         """A piece read on a cell in front of a farther piece may be no piece at all: its
         solid explains pixels of the farther piece that, without it, the empty space
         predicts nothing for (its rays reach the farther space, ``BEHIND``). Each such
         piece is tested against the joint alternative: the cell empty, the rays that
         reach the farther occupied space costed as that space's square or a block, and
         the cells it hid read again with those probes in view (they must now explain
-        them). The alternative is taken when it costs less in all (dev scenes: a tower
+        them). The alternative is taken when it costs less in all by at least
+        ``BEHIND_TEST_MARGIN`` (dev scenes: a tower
         of five black blocks read at confidence 0.98 on a black space in front of a
         tower with three black blocks at the bottom).
 
@@ -631,6 +634,7 @@ class Recognizer:
         behind_p = g.src_probes[BEHIND]  # type: ignore[attr-defined]
         if len(behind_p) == 0:
             return decision, visible, scores
+        behind_cost = np.full(len(behind_p), np.float32(UNKNOWN_COST))  # as _probe_costs wrote them
         owner = g.cell[behind_p]
         # A farther space holds a piece if it is read so, or was before the nearer
         # pieces hid it (one the phantom hides may be read empty behind it).
