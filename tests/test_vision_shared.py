@@ -166,6 +166,50 @@ def test_hands_learned_from_the_survey(cal, board_frame):
     assert lin.shape == (1, 3)
 
 
+def _fill_board_mm(frame: np.ndarray, view: BoardView, corners_mm: list[tuple[float, float]], bgr: tuple) -> None:
+    """Paint a board-plane polygon (mm, z=0) into ``frame``."""
+    pts = view.project(np.array([[x, y, 0.0] for x, y in corners_mm]))
+    cv2.fillPoly(frame, [np.round(pts).astype(np.int32)], bgr)
+
+
+def test_an_arm_resting_across_the_board_edge_is_a_hand(cal, board_frame):
+    """An arm on the table beyond the far edge, over the far strip of two spaces: over
+    the board it is a sliver no larger than a figure (a dev scene, set-up seed 8,840,047
+    and scene 8,840,067, was committed with it), but over the table it covers more than
+    any piece could. Watching a band of table round the board finds it; a piece's top
+    seen past the edge, or a shadow on the table, is no hand there."""
+    view = BoardView(cal)
+    view.update(board_frame)
+    model = ColourModel(cal.survey)
+    ident = FrameBalance.identity(1.0 / model.survey_gains)
+    s = cal.kit.blox.space_mm
+    skin = (120, 160, 214)
+    frame = board_frame.copy()
+    _fill_board_mm(frame, view, [(5 * s, -150.0), (7 * s, -150.0), (7 * s, 10.0), (5 * s, 10.0)], skin)
+    plain = HandDetector(view, model)
+    watching = HandDetector(view, model, table_band_mm=30.0)
+    assert not plain.detect(frame, ident).any  # over the board alone: too small to tell from a piece
+    hands = watching.detect(frame, ident)
+    assert hands.any and hands.cell_cover is not None
+    assert hands.cell_cover[0, 5:7].max() > 0.15 and hands.cell_cover[2:].max() == 0.0
+    # A figure-sized patch of no kit colour on the far row, half past the edge, and a
+    # tower's shadow darkening the table along the whole near edge: no hand.
+    frame = board_frame.copy()
+    _fill_board_mm(frame, view, [(3.3 * s, -10.0), (3.7 * s, -10.0), (3.7 * s, 12.0), (3.3 * s, 12.0)], skin)
+    band = np.zeros(frame.shape[:2], np.uint8)
+    _fill_board_mm(band, view, [(0.0, 9 * s + 3), (9 * s, 9 * s + 3), (9 * s, 9 * s + 45), (0.0, 9 * s + 45)], 1)
+    frame[band > 0] = (frame[band > 0] * 0.5).astype(np.uint8)
+    assert not watching.detect(frame, ident).any
+    assert not watching.detect(board_frame, ident).any  # the empty board and its table
+    # Something lying on the table by itself, beside the board (a phone): no hand either.
+    frame = board_frame.copy()
+    _fill_board_mm(frame, view, [(2 * s, -45.0), (5 * s, -45.0), (5 * s, -6.0), (2 * s, -6.0)], skin)
+    geo = watching._geometry(frame)
+    on_table = watching.table_foreign(watching._small(frame, geo), ident, geo)
+    assert on_table.sum() > 0.6 * geo.cell_area_px  # seen on the table
+    assert not watching.detect(frame, ident).any
+
+
 def test_make_recognizer_errors(cal):
     with pytest.raises(ValueError, match="no recogniser"):
         make_recognizer("chess", cal)

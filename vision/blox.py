@@ -25,6 +25,8 @@ How a frame is read (issue 8):
    (it would then look like board colour, and hide itself from the hand detector).
 3. Hands and arms (:mod:`vision.hands`) mark probes as unseen and cells as occluded
    (a cell whose square is ``HAND_CELL_COVER`` under the slightly grown hand mask).
+   The table ``HAND_TABLE_BAND_MM`` round the board is watched too: an arm resting
+   across the edge shows over the board only as a figure-sized sliver.
    For hiding the cells behind it, a cell under a hand holds at most what was last
    read there plus one block (or a figure), not the tallest tower. An arm close under
    the camera can pass for board colour (the light is then fitted on it) and escape
@@ -152,6 +154,9 @@ HAND_GROW_PX = 5  # the hand mask is grown by this (low-res px, about 2.5 mm eac
 # A region this wide (low-res px, a third of a space) that only a mix of two board colours
 # explains is foreign (see vision.hands): pale skin can lie near a cream/purple mix.
 HAND_MIX_WIDTH_PX = 5
+# The table this far round the board is watched too (vision.hands: an arm resting across
+# the edge shows there as more than any piece covers).
+HAND_TABLE_BAND_MM = 30.0
 CHIP_RETELL_DE = 2.0  # the learnt chip colour is passed to the hand detector when it moved this far
 GLARE_PENALTY = 1.0  # cost of explaining a space's probe by a glare spot (in probe cost units)
 # A byte at least this high may have been cut off by the sensor: a glare spot on a dark
@@ -278,7 +283,7 @@ class Recognizer:
         keys += [k for k in ("chip",) if k in self.colours.refs]
         keys += [f"figure:{p}" for p in self.players if f"figure:{p}" in self.colours.refs]
         self.hand_detector = HandDetector(self.view, self.colours, keys, grow_px=HAND_GROW_PX,
-                                          mix_width_px=HAND_MIX_WIDTH_PX)
+                                          mix_width_px=HAND_MIX_WIDTH_PX, table_band_mm=HAND_TABLE_BAND_MM)
         self.gate = StabilityGate(stable_seconds)
         self.probes_per_cell = probes_per_cell
         self._geo: BloxGeometry | None = None

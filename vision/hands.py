@@ -21,7 +21,16 @@ A mix of two board colours is only ever a thin band where they meet; with
 ``mix_width_px`` a region at least that wide (low-res pixels) that only such a mix
 explains is foreign too (pale skin can lie near a mix of cream and purple spaces).
 
-API: ``HandDetector(view, colours, reference_keys=None, *, grow_px=7, mix_width_px=None, ...)``
+An arm resting across the board's edge may show over the board only as a sliver the
+size of a figure, and figures are known only by their nominal colours (an off-print one
+is no kit colour either). With ``table_band_mm`` a band of table round the board is
+watched as well: what there is neither the table (the band's median colour) nor a kit
+colour, over at least ``BAND_MIN_CELLS`` and joined to something of no kit colour over
+the board, is a hand. (The table's colour is not known beforehand, and oak looks like
+skin: the band is judged against itself. Where skin and table look alike it sees
+nothing, and the rules above stand alone.)
+
+API: ``HandDetector(view, colours, reference_keys=None, *, grow_px=7, mix_width_px=None, table_band_mm=0, ...)``
 (``grow_px``: how much the mask is grown, in low-res pixels, for a hand's soft edge); ``detect(frame, balance)
 -> Hands`` with ``mask`` (low-res bool image), ``any``, ``cell_cover`` ((n,n) covered
 fraction of each cell's board square, or None without a grid), ``covered(px)`` (are
@@ -38,6 +47,12 @@ import numpy as np
 
 from vision.board import BoardView
 from vision.colours import LINEAR_LUT, ColourModel, FrameBalance, chromaticity, segment_distance
+
+BAND_GAP_MM = 3.0  # the table band starts this far beyond the marked area's edge (its print's edge mixes)
+BAND_MIN_PIXELS = 40  # low-res pixels of table needed to say what the table looks like
+TABLE_BRIGHTER = 1.8  # a band pixel this many times as bright as the table is no table (shadows only darken)
+BAND_MIN_CELLS = 0.6  # table band area (in cells) of a region reaching over the board that makes it a hand
+RIM_MM = 8.0  # an arm across the edge shows this close to it over the board
 
 
 @dataclass
@@ -73,6 +88,9 @@ class _Geometry:
     cell_lat: np.ndarray | None  # (n*n, K) flat low-res indices of a lattice per cell (-1 outside)
     cell_area_px: float
     inside_idx: np.ndarray  # flat indices of the inside pixels
+    band_idx: np.ndarray  # flat indices of the table band's pixels (table_band_mm; empty when off)
+    band_basis: np.ndarray  # (len(band_idx), 6) light-field basis there
+    rim: np.ndarray  # low-res bool image: the board's pixels next to its edge (where an arm crosses it)
 
 
 class HandDetector:
@@ -81,7 +99,8 @@ class HandDetector:
     def __init__(self, view: BoardView, colours: ColourModel, reference_keys: list[str] | None = None, *,
                  px_per_mm: float = 0.4, chroma_tol: float = 0.055, min_area_cells: float = 0.6,
                  dark: float = 0.05, margin_mm: float = 10.0, height_mm: float = 80.0,
-                 large_cells: float = 1.2, grow_px: int = 7, mix_width_px: int | None = None) -> None:
+                 large_cells: float = 1.2, grow_px: int = 7, mix_width_px: int | None = None,
+                 table_band_mm: float = 0.0) -> None:
         self.view = view
         self.colours = colours
         keys = reference_keys or list(colours.refs)
@@ -124,6 +143,7 @@ class HandDetector:
         self.dark = dark
         self.margin_mm = margin_mm
         self.height_mm = height_mm
+        self.table_band_mm = table_band_mm
         self._geo: _Geometry | None = None
 
     def learn_colour(self, key: str, lin_rgb: np.ndarray) -> None:
@@ -146,9 +166,9 @@ class HandDetector:
             return self._geo
         H, W = frame.shape[:2]
         w_mm, h_mm = v.kit.area_mm(v.game)
-        low = v.area_polygon(self.margin_mm)
+        m = max(self.margin_mm, self.table_band_mm)
+        low = v.area_polygon(m)
         # Pieces stand up to height_mm above the board: watch where they can appear too.
-        m = self.margin_mm
         top = v.project(np.array([[-m, -m, -self.height_mm], [w_mm + m, -m, -self.height_mm],
                                   [w_mm + m, h_mm + m, -self.height_mm], [-m, h_mm + m, -self.height_mm]]))
         pts = np.concatenate([low, top])
@@ -190,31 +210,62 @@ class HandDetector:
         else:
             cell_area = (40.0 * self.px_per_mm) ** 2
         inside_idx = np.nonzero(inside)[0]
+        band_idx = np.nonzero(self._band(xy, w_mm, h_mm))[0]
+        rim = inside & ((xy[:, 0] < RIM_MM) | (xy[:, 1] < RIM_MM)
+                        | (xy[:, 0] > w_mm - RIM_MM) | (xy[:, 1] > h_mm - RIM_MM))
         self._geo = _Geometry(v.version, (x0, y0), (x1 - x0, y1 - y0), step, (sw, sh), inside.reshape(sh, sw),
-                              basis[inside_idx], cell_lat, cell_area, inside_idx)
+                              basis[inside_idx], cell_lat, cell_area, inside_idx, band_idx, basis[band_idx],
+                              rim.reshape(sh, sw))
         return self._geo
 
-    def unexplained(self, frame: np.ndarray, balance: FrameBalance) -> tuple[np.ndarray, _Geometry]:
-        """Low-res bool images: pixels no kit colour explains, and pixels that are not a
-        board colour (nor a mix of two), before cleaning."""
-        g = self._geometry(frame)
+    def _band(self, xy: np.ndarray, w_mm: float, h_mm: float) -> np.ndarray:
+        """Board-plane points (N,2) in the table band: beyond an edge of the marked area
+        by BAND_GAP_MM to ``table_band_mm``, along the edge clear of the corner markers
+        and their quiet zones (by BAND_GAP_MM too)."""
+        B = self.table_band_mm
+        if B <= BAND_GAP_MM:
+            return np.zeros(len(xy), bool)
+        q = self.view.kit.markers.quiet_zone_mm + BAND_GAP_MM
+        x, y = xy[:, 0], xy[:, 1]
+        along_x = (x > q) & (x < w_mm - q)
+        along_y = (y > q) & (y < h_mm - q)
+        beyond_y = ((y < -BAND_GAP_MM) & (y > -B)) | ((y > h_mm + BAND_GAP_MM) & (y < h_mm + B))
+        beyond_x = ((x < -BAND_GAP_MM) & (x > -B)) | ((x > w_mm + BAND_GAP_MM) & (x < w_mm + B))
+        return (along_x & beyond_y) | (along_y & beyond_x)
+
+    def _small(self, frame: np.ndarray, g: _Geometry) -> np.ndarray:
         x0, y0 = g.origin
         crop = frame[y0:y0 + g.size[1], x0:x0 + g.size[0]]
-        small = cv2.resize(crop, g.small, interpolation=cv2.INTER_AREA).reshape(-1, 3)
-        idx = g.inside_idx
-        # Linear light of the inside pixels, channel by channel (numpy's loops then run
-        # over the pixels, not over three channels).
+        return cv2.resize(crop, g.small, interpolation=cv2.INTER_AREA).reshape(-1, 3)
+
+    def _light(self, small: np.ndarray, idx: np.ndarray, basis: np.ndarray, balance: FrameBalance
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """At the low-res pixels ``idx``: chromaticity (N,2: r, g of (r, g, b) / sum) and
+        its entry in the tables, and luminance over the light field (balanced linear light)."""
+        # Channel by channel (numpy's loops then run over the pixels, not over three channels).
         bgr = np.take(LINEAR_LUT, np.take(small, idx, axis=0))
         gains = balance.gains.astype(np.float32)
         r, gr, b = bgr[:, 2] / gains[0], bgr[:, 1] / gains[1], bgr[:, 0] / gains[2]
-        level = np.exp(g.basis @ balance.coef.astype(np.float32))
+        level = np.exp(basis @ balance.coef.astype(np.float32))
         total = r + gr + b
         lum = total / (3.0 * level)
-        norm = np.maximum(total, 1e-6)  # r, g of (r, g, b) / sum
+        norm = np.maximum(total, 1e-6)
+        chroma = np.column_stack([r / norm, gr / norm])
         q = self._lut.shape[0] - 1
-        iu = np.clip((r / norm * q + 0.5).astype(np.int32), 0, q)
-        iv = np.clip((gr / norm * q + 0.5).astype(np.int32), 0, q)
-        entry = iu * (q + 1) + iv  # the chromaticity's entry in the tables
+        iu = np.clip((chroma[:, 0] * q + 0.5).astype(np.int32), 0, q)
+        iv = np.clip((chroma[:, 1] * q + 0.5).astype(np.int32), 0, q)
+        return chroma, iu * (q + 1) + iv, lum
+
+    def unexplained(self, frame: np.ndarray, balance: FrameBalance) -> tuple[np.ndarray, np.ndarray, _Geometry]:
+        """Low-res bool images: pixels no kit colour explains, and pixels that are not a
+        board colour (nor a mix of two), before cleaning."""
+        g = self._geometry(frame)
+        return self._unexplained(self._small(frame, g), balance, g)
+
+    def _unexplained(self, small: np.ndarray, balance: FrameBalance, g: _Geometry
+                     ) -> tuple[np.ndarray, np.ndarray, _Geometry]:
+        idx = g.inside_idx
+        _, entry, lum = self._light(small, idx, g.basis, balance)
         lit = lum > self.dark
         tol2 = self.chroma_tol ** 2
         bad = np.zeros(g.small[0] * g.small[1], bool)
@@ -235,8 +286,32 @@ class HandDetector:
             notboard = notboard | wide.ravel()
         return bad.reshape(shape), notboard.reshape(shape), g
 
+    def table_foreign(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> np.ndarray:
+        """Low-res bool image: pixels of the table band (``table_band_mm``) that are
+        neither the table nor any kit colour. The table is what most of the band shows
+        (its median chromaticity and level; an arm covers a few spaces' length of a band
+        that runs all round the board). A pixel is foreign when its chromaticity is off
+        the table's by more than ``chroma_tol``, or when it is TABLE_BRIGHTER times as bright:
+        a shadow only darkens the table, and a pale arm on a dark table is the same hue.
+        Pieces (a far tower's top seen past the edge) are kit colours, and not foreign."""
+        out = np.zeros(g.small[0] * g.small[1], bool)
+        if len(g.band_idx) < BAND_MIN_PIXELS:
+            return out.reshape(g.small[1], g.small[0])
+        chroma, entry, lum = self._light(small, g.band_idx, g.band_basis, balance)
+        lit = lum > self.dark
+        if lit.sum() < BAND_MIN_PIXELS:
+            return out.reshape(g.small[1], g.small[0])
+        table_chroma = np.median(chroma[lit], axis=0)
+        table_lum = float(np.median(lum[lit]))
+        off_hue = ((chroma - table_chroma) ** 2).sum(axis=1) > self.chroma_tol ** 2
+        off_table = off_hue | (lum > TABLE_BRIGHTER * table_lum)
+        out[g.band_idx] = lit & off_table & (np.take(self._lut, entry) > self.chroma_tol ** 2)
+        return out.reshape(g.small[1], g.small[0])
+
     def detect(self, frame: np.ndarray, balance: FrameBalance) -> Hands:
-        bad, notboard, g = self.unexplained(frame, balance)
+        g = self._geometry(frame)
+        small = self._small(frame, g)
+        bad, notboard, g = self._unexplained(small, balance, g)
         # Regions that are not board colour: pieces (small) or hands (large). A region
         # is a hand when it is larger than any piece, or large enough and partly of no
         # kit colour at all (skin can be close to a brown figure or a chip, never all of it).
@@ -244,14 +319,17 @@ class HandDetector:
         count, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
         keep = np.zeros(count, bool)
         min_px = self.min_area_cells * g.cell_area_px
+        # Thin rings of mixed colour round a piece are not foreign: open them away.
+        core = cv2.morphologyEx(bad.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
         if count > 1:
-            # Thin rings of mixed colour round a piece are not foreign: open them away.
-            core = cv2.morphologyEx(bad.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
             foreign = np.bincount(labels.ravel()[core.ravel() > 0], minlength=count).astype(float)
             area = stats[:, cv2.CC_STAT_AREA].astype(float)
             keep = (area >= self.large_cells * g.cell_area_px) | ((area >= min_px) & (foreign >= 0.25 * area))
             keep[0] = False
         mask = keep[labels]
+        # (Nothing of no kit colour where the board meets the table: no arm across the edge.)
+        if len(g.band_idx) and np.any(core[g.rim]):
+            mask |= self._over_the_edge(core, self.table_foreign(small, balance, g), g)
         area = float(mask.sum()) / max(g.cell_area_px, 1e-9)
         if mask.any():
             # A hand's soft edge and the fingers' thin gaps: grow the mask a little.
@@ -265,3 +343,24 @@ class HandDetector:
             hit = np.where(lat >= 0, flat[np.clip(lat, 0, None)], False)
             cover = hit.mean(axis=1).reshape(n, n)
         return Hands(mask, g.origin, g.step, bool(mask.any()), cover, area)
+
+    def _over_the_edge(self, over_board: np.ndarray, table_foreign: np.ndarray, g: _Geometry) -> np.ndarray:
+        """Low-res bool image of the regions of no kit colour over the board
+        (``over_board``, opened) joined to something foreign on the table beyond its
+        edge (``table_foreign``) of at least BAND_MIN_CELLS: an arm resting across the
+        edge. Over the board alone such a sliver may be no larger than a figure, and no
+        surer of being no kit colour (figures are known by their nominal colours only);
+        no piece covers that much table. (Something lying on the table by itself, a
+        phone, is joined to nothing over the board.) The two parts are a few pixels
+        apart (the board's edge is read by neither): they are joined across that gap."""
+        beyond = cv2.morphologyEx(table_foreign.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        if beyond.sum() < BAND_MIN_CELLS * g.cell_area_px:
+            return np.zeros_like(table_foreign)
+        both = (over_board > 0) | (beyond > 0)
+        joined = cv2.dilate(both.astype(np.uint8), np.ones((5, 5), np.uint8))
+        count, labels = cv2.connectedComponents(joined, connectivity=8)
+        on_board = np.bincount(labels[over_board > 0], minlength=count)
+        on_table = np.bincount(labels[beyond > 0], minlength=count)
+        arm = (on_board > 0) & (on_table >= BAND_MIN_CELLS * g.cell_area_px)
+        arm[0] = False
+        return arm[labels] & both
