@@ -20,7 +20,11 @@ centre: a side probe whose ray would leave its level's face if the face moved
 so does one that lies less than ``SIDE_MARGIN_PX`` image pixels from its level's top or
 bottom edge (seen at a grazing angle a level is a band a few pixels tall, and blur,
 the lens and JPEG mix the next level's colour into its edges); every other entry
-weighs 1. Such a weak probe near an edge between two levels sees
+weighs 1. The two rows of side probes on a level's face sit symmetrically about its
+middle, closer to it where the level's band is thin in the image, so that they keep
+that margin where the band leaves room (``SIDE_ROW_SPREAD``); the band's height per
+cell and level is kept (``level_band_px``) for the confidence of the level's colour.
+Such a weak probe near an edge between two levels sees
 the level across that edge when a block sits a little off (``e_alt``): the recogniser
 scores it as telling the colour of one of the two levels.
 
@@ -80,6 +84,15 @@ SIDE_TOL = 1.0
 #: probes closer than this to the next level, their colour mixed by blur and JPEG)
 SIDE_MARGIN_PX = 2.0
 WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
+#: The two rows of side probes on a level's face sit this far (a fraction of the block's
+#: height) above and below its middle at most, and closer where the level's band in the
+#: image is thin, so that they keep SIDE_MARGIN_PX (and SIDE_ROW_SLACK_PX) from its edges
+#: (dev scenes at 18-27 degrees of tilt: bands 5-7 px tall; probes at fixed heights all
+#: fell within the margin, and lower levels read on weak probes alone were the commonest
+#: error); never closer than MIN_SIDE_ROW_SPREAD.
+SIDE_ROW_SPREAD = 0.2
+MIN_SIDE_ROW_SPREAD = 0.05
+SIDE_ROW_SLACK_PX = 0.25
 
 
 def solid_top_mm(kit: Kit, h: np.ndarray) -> np.ndarray:
@@ -123,6 +136,7 @@ class BloxGeometry:
     e_alt: np.ndarray | None = None  # ALT_*: which neighbouring level a side entry may see instead (jitter)
     table_behind: np.ndarray | None = None  # (N,) a table probe's ray passes over a farther cell (a piece may hide it)
     behind: np.ndarray | None = None  # (N,) the other space whose square each probe's ray reaches, else -1
+    level_band_px: np.ndarray | None = None  # (cells, levels) image height of a level's side band (px; 0 unseen)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -174,12 +188,31 @@ def _inside_convex(hull: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return np.all(cross >= 0, axis=1) | np.all(cross <= 0, axis=1)
 
 
+def _band_px(view: BoardView, fx: float, fy: float, bh: float, hmax: int) -> np.ndarray:
+    """(hmax,) image height (px) of each tower level's band on a side face whose middle
+    is at board point (fx, fy)."""
+    z = -np.arange(hmax + 1) * bh
+    edges = view.project(np.column_stack([np.full(hmax + 1, fx), np.full(hmax + 1, fy), z]))
+    return np.linalg.norm(np.diff(edges, axis=0), axis=1)
+
+
+def _side_rows(band_px: float, margin_px: float) -> tuple[float, float]:
+    """Heights (fractions of the block's height) of the two rows of side probes on a
+    level whose band is ``band_px`` tall in the image, ``margin_px`` (and
+    SIDE_ROW_SLACK_PX) from its edges where it can (see SIDE_ROW_SPREAD)."""
+    d = 0.5 - (margin_px + SIDE_ROW_SLACK_PX) / max(band_px, 1e-6)
+    d = float(np.clip(d, MIN_SIDE_ROW_SPREAD, SIDE_ROW_SPREAD))
+    return 0.5 - d, 0.5 + d
+
+
 def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float, half: float, bh: float, hmax: int,
-                  chip_r: float, chip_t: float, fig_r: float, fig_z0: float, fig_z1: float) -> np.ndarray:
+                  chip_r: float, chip_t: float, fig_r: float, fig_z0: float, fig_z1: float, margin_px: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Image pixels worth looking at for one cell: points on every surface some
     hypothesis puts there (the square, each level's visible side faces, each height's
     chip ring -- the tallest tower's top face there, it has no chip -- and top-face
-    corners, the figure's top), projected."""
+    corners, the figure's top), projected; and (hmax,) the image height of each level's
+    band on the side faces the camera sees, the tallest of them (0: none seen)."""
     pts: list[tuple[float, float, float]] = []
     f = np.linspace(-1, 1, 5) * (s / 2 - 4.0)
     pts += [(cx + a, cy + b, 0.0) for a in f for b in f]
@@ -187,10 +220,12 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
     q = half - 2.5
     corners = [(q, q), (-q, q), (q, -q), (-q, -q), (q, 0.55 * q), (-q, -0.55 * q), (0.55 * q, -q), (-0.55 * q, q)]
     faces = []
+    bands = []
     for nx, ny in ((0, -1), (1, 0), (0, 1), (-1, 0)):
         centre = np.array([cx + nx * half, cy + ny * half])
         if (C[0] - centre[0]) * nx + (C[1] - centre[1]) * ny > 0:
             faces.append((nx, ny))
+            bands.append(_band_px(view, centre[0], centre[1], bh, hmax))
     for h in range(1, hmax + 1):
         z = -h * bh
         # The chip is the surest sign of a tower and of its height: a dense ring on it,
@@ -201,9 +236,9 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
         pts += [(cx + 0.72 * chip_r * np.cos(a + o), cy + 0.72 * chip_r * np.sin(a + o), z_ring)
                 for o in (0.0, np.pi / 8) for a in ang]
         pts += [(cx + a, cy + b, z) for a, b in corners]
-        for nx, ny in faces:
+        for (nx, ny), band in zip(faces, bands):
             for lat in (-0.45 * half, 0.45 * half):
-                for frac in (0.35, 0.7):
+                for frac in _side_rows(float(band[h - 1]), margin_px):
                     zz = -(h - 1) * bh - frac * bh
                     pts.append((cx + nx * half + (lat if ny else 0), cy + ny * half + (lat if nx else 0), zz))
     pts += [(cx + 0.75 * fig_r * np.cos(a), cy + 0.75 * fig_r * np.sin(a), fig_z1) for a in ang]
@@ -214,7 +249,8 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
         for frac in (0.3, 0.7):
             pts.append((cx + d[0] * fig_r * 0.95 + side[0], cy + d[1] * fig_r * 0.95 + side[1],
                         fig_z0 + frac * (fig_z1 - fig_z0)))
-    return view.project(np.array(pts, float))
+    band_max = np.max(bands, axis=0) if bands else np.zeros(hmax)
+    return view.project(np.array(pts, float)), band_max
 
 
 def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None,
@@ -247,6 +283,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l = [], [], [], [], [], []
     e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
+    band_px = np.zeros((n * n, hmax))
     base = 0
     W, H = view.intr.width, view.intr.height
     # Pixel density of the board, for the probe spacing.
@@ -258,7 +295,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         for c in range(n):
             cx, cy = (c + 0.5) * s, (r + 0.5) * s
             k = r * n + c
-            pts = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r, fig_z0, fig_z1)
+            pts, band_px[k] = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r, fig_z0, fig_z1,
+                                            side_margin_px)
             pts = pts[(pts[:, 0] >= 1) & (pts[:, 1] >= 1) & (pts[:, 0] <= W - 2) & (pts[:, 1] <= H - 2)]
             N = len(pts)
             counts[k] = N
@@ -452,7 +490,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         order, np.concatenate(space).astype(np.float32), np.concatenate(space_cell), counts,
         np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
         txy, np.concatenate(e_alt).astype(np.int8),
-        table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l),
+        table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l), level_band_px=band_px,
     )
 
 

@@ -110,7 +110,9 @@ pixel change (pieces shivering) without restarting the clock.
 
 Confidence per cell (extra field ``cell_confidence``, 9x9, ``null`` for occluded cells)
 is the posterior of the chosen hypothesis times the lowest posterior of its block or
-figure colours. A level whose side faces cannot be seen at all (a tower straight under
+figure colours; the colour posterior of a level below a tower's top whose side band is
+thinner than ``THIN_BAND_PX`` in the image is tempered in proportion
+(:func:`colour_temperature`). A level whose side faces cannot be seen at all (a tower straight under
 the camera) gets confidence 0.25: reported, not silently rounded; so does an empty
 space guessed behind nearer pieces (``HIDDEN_GUESS_CONF``).
 ``confidence`` is the lowest of them (observation.md).
@@ -145,6 +147,11 @@ CAP = 4.5  # cost of a probe that matches nothing the hypothesis predicts (3 sig
 UNKNOWN_COST = 1.5  # cost of a probe where the hypothesis predicts nothing known
 TEMPERATURE = 3.0  # probes are correlated (blur, JPEG): posterior temperature over summed costs
 COLOUR_TEMPERATURE = 2.0
+# A level below a tower's top whose side band is thinner than this in the image has its
+# colour's posterior tempered in proportion (Recognizer._colour_temperature): dev scenes
+# at 18-27 degrees of tilt, bands 5-7 px: with its probes in the middle of the band, a
+# level mixed with the next one by motion blur or defocus was read wrong at 0.9 and over.
+THIN_BAND_PX = 10.0
 DEFAULT_SIDE_SHADE = 0.55
 SHADE_MIN_TOP = 0.05  # towers whose top is at least this bright (linear luminance) measure the side shading
 SHADE_TOWER_PROBES = 10  # one tower's side probes count at most this much in the shading estimate ...
@@ -1042,7 +1049,7 @@ class Recognizer:
         # A level's colour costs: its min-marginals along the tower (pairs of adjacent levels).
         S_dec[:, G_LEVEL0:, :] = _chain_marginals(S_dec[:, G_LEVEL0:, :], P[ks, decision])
         best = np.argmin(S_dec, axis=2)
-        col_conf = confidence_from_costs(S_dec / COLOUR_TEMPERATURE, 1.0)
+        col_conf = confidence_from_costs(S_dec / colour_temperature(decision, g.level_band_px)[:, :, None], 1.0)
         seen_w = cnt[ks, decision].tolist()
         cells: list[list[Any]] = [[None] * n for _ in range(n)]
         conf = np.zeros((n, n))
@@ -1358,6 +1365,23 @@ def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
     xx = x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1] + x[:, 2] * x[:, 2]
     d2 = xx[None, :] + (r * r).sum(axis=1)[:, None] - 2.0 * (r @ x.T)
     return np.maximum(d2, 0.0)
+
+
+def colour_temperature(decision: np.ndarray, level_band_px: np.ndarray | None) -> np.ndarray:
+    """(cells, N_GTYPES) posterior temperature of each group's colour choice for the
+    decided hypotheses ``decision`` (cells,): COLOUR_TEMPERATURE, raised in proportion
+    for a level below a tower's top whose side band (``level_band_px``, (cells, levels))
+    is thinner than THIN_BAND_PX in the image: its probes all lie near the next level,
+    and blur mixes the same neighbour into all of them."""
+    temp = np.full((len(decision), N_GTYPES), COLOUR_TEMPERATURE)
+    if level_band_px is None:
+        return temp
+    n_levels = level_band_px.shape[1]
+    height = np.where(decision <= n_levels, decision, 0)  # towers; a figure has no levels
+    below_top = np.arange(n_levels)[None, :] < height[:, None] - 1
+    thin = np.maximum(1.0, THIN_BAND_PX / np.maximum(level_band_px, 1e-3))
+    temp[:, G_LEVEL0:G_LEVEL0 + n_levels] = np.where(below_top, COLOUR_TEMPERATURE * thin, COLOUR_TEMPERATURE)
+    return temp
 
 
 # ---------------------------------------------------------------------- scoring
