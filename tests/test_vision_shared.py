@@ -192,6 +192,17 @@ def test_an_arm_resting_across_the_board_edge_is_a_hand(cal, board_frame):
     hands = watching.detect(frame, ident)
     assert hands.any and hands.cell_cover is not None
     assert hands.cell_cover[0, 5:7].max() > 0.15 and hands.cell_cover[2:].max() == 0.0
+    # On a dark table (dark blue: darker than the detector's ``dark`` level all over, so
+    # its own hue is unknown and the arm is all the band shows lit) the same.
+    dark = board_frame.copy()
+    w = 9 * s
+    for strip in ([(0.0, -70.0), (w, -70.0), (w, -2.0), (0.0, -2.0)], [(0.0, w + 2), (w, w + 2), (w, w + 70), (0.0, w + 70)],
+                  [(-70.0, 0.0), (-2.0, 0.0), (-2.0, w), (-70.0, w)], [(w + 2, 0.0), (w + 70, 0.0), (w + 70, w), (w + 2, w)]):
+        _fill_board_mm(dark, view, strip, (20, 14, 10))
+    assert not watching.detect(dark, ident).any
+    _fill_board_mm(dark, view, [(5 * s, -150.0), (7 * s, -150.0), (7 * s, 10.0), (5 * s, 10.0)], skin)
+    assert not plain.detect(dark, ident).any
+    assert watching.detect(dark, ident).any
     # A figure-sized patch of no kit colour on the far row, half past the edge, and a
     # tower's shadow darkening the table along the whole near edge: no hand.
     frame = board_frame.copy()

@@ -289,22 +289,24 @@ class HandDetector:
     def table_foreign(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> np.ndarray:
         """Low-res bool image: pixels of the table band (``table_band_mm``) that are
         neither the table nor any kit colour. The table is what most of the band shows
-        (its median chromaticity and level; an arm covers a few spaces' length of a band
-        that runs all round the board). A pixel is foreign when its chromaticity is off
-        the table's by more than ``chroma_tol``, or when it is TABLE_BRIGHTER times as bright:
-        a shadow only darkens the table, and a pale arm on a dark table is the same hue.
-        Pieces (a far tower's top seen past the edge) are kit colours, and not foreign."""
+        (its median level, and chromaticity where it is lit; an arm covers a few spaces'
+        length of a band that runs all round the board). A lit pixel is foreign when its
+        chromaticity is off the table's by more than ``chroma_tol``, or when it is
+        TABLE_BRIGHTER times as bright: a shadow only darkens the table, and a pale arm
+        on a dark table is the same hue. Pieces (a far tower's top seen past the edge)
+        are kit colours, and not foreign."""
         out = np.zeros(g.small[0] * g.small[1], bool)
         if len(g.band_idx) < BAND_MIN_PIXELS:
             return out.reshape(g.small[1], g.small[0])
         chroma, entry, lum = self._light(small, g.band_idx, g.band_basis, balance)
         lit = lum > self.dark
-        if lit.sum() < BAND_MIN_PIXELS:
-            return out.reshape(g.small[1], g.small[0])
-        table_chroma = np.median(chroma[lit], axis=0)
-        table_lum = float(np.median(lum[lit]))
-        off_hue = ((chroma - table_chroma) ** 2).sum(axis=1) > self.chroma_tol ** 2
-        off_table = off_hue | (lum > TABLE_BRIGHTER * table_lum)
+        # The table's level from all of the band: a dark table (dark blue, walnut in dim
+        # light) is darker than ``dark`` all over, and its few lit pixels are what lies on it.
+        table_lum = float(np.median(lum))
+        off_table = lum > TABLE_BRIGHTER * max(table_lum, 1e-6)
+        if table_lum > self.dark and lit.sum() >= BAND_MIN_PIXELS:  # its hue tells only where it is lit
+            table_chroma = np.median(chroma[lit], axis=0)
+            off_table |= ((chroma - table_chroma) ** 2).sum(axis=1) > self.chroma_tol ** 2
         out[g.band_idx] = lit & off_table & (np.take(self._lut, entry) > self.chroma_tol ** 2)
         return out.reshape(g.small[1], g.small[0])
 
