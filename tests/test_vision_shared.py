@@ -216,7 +216,7 @@ def test_an_arm_resting_across_the_board_edge_is_a_hand(cal, board_frame):
     frame = board_frame.copy()
     _fill_board_mm(frame, view, [(2 * s, -45.0), (5 * s, -45.0), (5 * s, -6.0), (2 * s, -6.0)], skin)
     geo = watching._geometry(frame)
-    on_table = watching.table_foreign(watching._small(frame, geo), ident, geo)
+    on_table = watching._table_foreign(watching._small(frame, geo), ident, geo)
     assert on_table.sum() > 0.6 * geo.cell_area_px  # seen on the table
     assert not watching.detect(frame, ident).any
 

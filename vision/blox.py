@@ -148,7 +148,7 @@ UNKNOWN_COST = 1.5  # cost of a probe where the hypothesis predicts nothing know
 TEMPERATURE = 3.0  # probes are correlated (blur, JPEG): posterior temperature over summed costs
 COLOUR_TEMPERATURE = 2.0
 # A level below a tower's top whose side band is thinner than this in the image has its
-# colour's posterior tempered in proportion (Recognizer._colour_temperature): dev scenes
+# colour's posterior tempered in proportion (colour_temperature): dev scenes
 # at 18-27 degrees of tilt, bands 5-7 px: with its probes in the middle of the band, a
 # level mixed with the next one by motion blur or defocus was read wrong at 0.9 and over.
 THIN_BAND_PX = 10.0

@@ -260,10 +260,9 @@ class HandDetector:
         """Low-res bool images: pixels no kit colour explains, and pixels that are not a
         board colour (nor a mix of two), before cleaning."""
         g = self._geometry(frame)
-        return self._unexplained(self._small(frame, g), balance, g)
+        return (*self._unexplained(self._small(frame, g), balance, g), g)
 
-    def _unexplained(self, small: np.ndarray, balance: FrameBalance, g: _Geometry
-                     ) -> tuple[np.ndarray, np.ndarray, _Geometry]:
+    def _unexplained(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> tuple[np.ndarray, np.ndarray]:
         idx = g.inside_idx
         _, entry, lum = self._light(small, idx, g.basis, balance)
         lit = lum > self.dark
@@ -284,9 +283,9 @@ class HandDetector:
             wide = cv2.morphologyEx(mix.reshape(shape), cv2.MORPH_OPEN, np.ones((k, k), np.uint8)).astype(bool)
             bad = bad | wide.ravel()
             notboard = notboard | wide.ravel()
-        return bad.reshape(shape), notboard.reshape(shape), g
+        return bad.reshape(shape), notboard.reshape(shape)
 
-    def table_foreign(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> np.ndarray:
+    def _table_foreign(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> np.ndarray:
         """Low-res bool image: pixels of the table band (``table_band_mm``) that are
         neither the table nor any kit colour. The table is what most of the band shows
         (its median level, and chromaticity where it is lit; an arm covers a few spaces'
@@ -313,7 +312,7 @@ class HandDetector:
     def detect(self, frame: np.ndarray, balance: FrameBalance) -> Hands:
         g = self._geometry(frame)
         small = self._small(frame, g)
-        bad, notboard, g = self._unexplained(small, balance, g)
+        bad, notboard = self._unexplained(small, balance, g)
         # Regions that are not board colour: pieces (small) or hands (large). A region
         # is a hand when it is larger than any piece, or large enough and partly of no
         # kit colour at all (skin can be close to a brown figure or a chip, never all of it).
@@ -331,7 +330,7 @@ class HandDetector:
         mask = keep[labels]
         # (Nothing of no kit colour where the board meets the table: no arm across the edge.)
         if len(g.band_idx) and np.any(core[g.rim]):
-            mask |= self._over_the_edge(core, self.table_foreign(small, balance, g), g)
+            mask |= self._over_the_edge(core, self._table_foreign(small, balance, g), g)
         area = float(mask.sum()) / max(g.cell_area_px, 1e-9)
         if mask.any():
             # A hand's soft edge and the fingers' thin gaps: grow the mask a little.
