@@ -1102,6 +1102,7 @@ PHANTOM_SCENES = [
     (8_500_025, "cm3-wide", 8_500_026, "neutral", (1, 5)),
     (8_810_025, "cm3-wide", 8_810_038, "defocus", (1, 4)),
     (8_810_049, "cm3", 8_810_057, "one-sided", (4, 3)),
+    (8_840_025, "cm3-wide", 8_840_033, "one-sided", (1, 4)),
 ]
 
 
@@ -1187,3 +1188,22 @@ def test_a_tower_in_front_of_a_tower_of_its_own_colours_is_still_read(tmp_path):
         read = det["observation"]["state"]["cells"]
         front = [(r + 1, c) for r, c in farther if read[r + 1][c] != cells[r + 1][c]]
         assert front == [], det["condition"]
+
+
+def test_the_behind_test_judges_the_hidden_pixels_at_the_nearer_pieces_density():
+    """The pixels a nearer piece covered are counted once in the behind test's
+    alternative: by the farther cell's probes they bring into view, scaled to as many
+    probes as the nearer piece read them with; a cell none of its rays reach keeps
+    its costs."""
+    from vision.blox import _rays_into, _rescaled_costs, _uncovered
+
+    hidden, seen = np.array([10.0, 4.0, 7.0]), np.array([40.0, 6.0, 9.0])
+    # 60 of the nearer cell's rays reach the first cell, which gains 30 probes: each
+    # of its new probes stands for two rays. The second gains 4 and is reached by 2;
+    # the third gains 5 and is reached by none.
+    rays = _rays_into(np.ones(62), np.array([3] * 60 + [5] * 2), np.array([3, 5, 8]))
+    gained = _uncovered(np.r_[np.ones(30), np.full(8, 0.5), np.ones(5), -np.ones(3)],
+                        np.array([3] * 30 + [5] * 8 + [8] * 5 + [3] * 3), np.array([3, 5, 8]))
+    assert rays.tolist() == [60.0, 2.0, 0.0] and gained.tolist() == [30.0, 4.0, 5.0]
+    out = _rescaled_costs(hidden, seen, rays, gained)
+    assert np.allclose(out, [10.0 + 2 * 30.0, 4.0 + 0.5 * 2.0, 9.0])
