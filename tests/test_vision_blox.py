@@ -1134,15 +1134,26 @@ def test_no_tower_is_read_on_an_empty_space_for_the_farther_tower_it_would_hide(
     assert len(wrong) <= 5  # lower levels half hidden by their neighbours, at low confidence
 
 
-def test_an_arm_resting_across_the_far_edge_stops_the_commit(tmp_path):
-    """Development scene (Blox bench set-up seed 8,840,047, camera cm3, scene 8,840,067,
-    preset "hands"): an arm lies on the table beyond the far edge and over the far strip
-    of row 0. Over the board it was one region of 0.4 of a space, of no kit colour, and
-    passed for a piece (figures are known only by their nominal colours, and an off-print
-    one is no kit colour either): the still frame was committed. The arm's part over the
-    table (vision.hands: the table band) makes it a hand."""
+ARM_ON_THE_FAR_ROW_SCENES = [
+    (8_840_047, 8_840_067),
+    (8_850_001, 8_850_020),
+]
+
+
+@pytest.mark.parametrize("setup_seed,seed", ARM_ON_THE_FAR_ROW_SCENES)
+def test_an_arm_resting_across_the_far_edge_stops_the_commit(tmp_path, setup_seed, seed):
+    """Development scenes (Blox bench set-ups, camera cm3, preset "hands").
+
+    8,840,047 / 8,840,067: an arm lies on the table beyond the far edge and over the far
+    strip of row 0. Over the board it was one region of 0.4 of a space, of no kit colour,
+    and passed for a piece (figures are known only by their nominal colours, and an
+    off-print one is no kit colour either): the still frame was committed. The arm's part
+    over the table (vision.hands: the table band) makes it a hand.
+
+    8,850,001 / 8,850,020: an arm over row 0 on a wooden table; at its two ends the skin
+    was read as a brown figure, next to the cells found under it (vision._blox_hands:
+    beside_hand)."""
     kit = load_kit()
-    setup_seed, seed = 8_840_047, 8_840_067
     setup = sc.sample_setup(kit, "blox", setup_seed, model="cm3")
     write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
     state = st.random_state(kit, "blox", np.random.default_rng(seed))
@@ -1208,3 +1219,17 @@ def test_the_behind_test_judges_the_hidden_pixels_at_the_nearer_pieces_density()
     assert rays.tolist() == [60.0, 2.0, 0.0] and gained.tolist() == [30.0, 4.0, 5.0]
     out = _rescaled_costs(hidden, seen, rays, gained)
     assert np.allclose(out, [10.0 + 2 * 30.0, 4.0 + 0.5 * 2.0, 9.0])
+
+
+def test_a_piece_beside_a_hand_is_occluded_and_an_empty_space_is_read():
+    """While a hand is seen, a piece read next to its cells (eight ways, one ring) is
+    occluded; an empty space there, and a piece two cells away, are read."""
+    from vision._blox_hands import beside_hand
+
+    hand = np.zeros((9, 9), bool)
+    hand[0, 3:6] = True
+    piece = np.zeros((9, 9), bool)
+    piece[0, 2] = piece[1, 6] = piece[2, 4] = piece[0, 0] = True
+    out = beside_hand(hand, piece)
+    assert {(int(r), int(c)) for r, c in zip(*np.nonzero(out & ~hand))} == {(0, 2), (1, 6)}
+    assert not out[1, 4] and not out[2, 4] and not out[0, 0]

@@ -34,6 +34,14 @@ Otherwise, with a hand seen, the hand's cells grow, eight ways, through chipless
 and poorly fitting empty spaces (as far as they reach, like
 :func:`vision.blockers.hand_reach`). A frame without a hand seen and without such an arm
 is left exactly as it was.
+
+Last, :func:`beside_hand`: with a hand seen, a piece read on a cell next to the hand's
+cells is occluded too. Fingertips whose skin a kit colour explains (a brown figure, a
+grey or white block) read as a piece there, past the edge the detector found; and a
+piece next to a hand is the one being handled. On development draws (8.84M, 8.85M,
+8.86M) such pieces were read wrong 8 to 16% of the time, against 1.2 to 2.2% over all
+spaces.
+An empty space next to a hand is read as usual.
 """
 
 from __future__ import annotations
@@ -113,3 +121,12 @@ def arm_cells(hand_occ: np.ndarray, hand_seen: bool, foreign: np.ndarray, poor: 
     if not hand_seen:
         return hand_occ, False
     return grow(hand_occ | foreign, foreign | poor), False
+
+
+def beside_hand(hand_occ: np.ndarray, piece: np.ndarray) -> np.ndarray:
+    """The cells to report occluded (n, n) given the hand's cells ``hand_occ`` (as
+    :func:`arm_cells` returns them, while a hand is seen) and the cells read as a piece
+    ``piece``: also every piece on a cell next to them, eight ways (one ring, see the
+    module docstring)."""
+    ring = cv2.dilate(hand_occ.astype(np.uint8), _EIGHT).astype(bool)
+    return hand_occ | (ring & piece)

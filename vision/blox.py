@@ -34,7 +34,9 @@ How a frame is read (issue 8):
    as gives it away (:mod:`vision._blox_hands`): towers without their chip and spaces
    that fit their colour badly. Next to a hand found they are more of the hand (its
    cells grow through them); many of them away from any hand found are an arm that
-   cannot be placed, and every cell is occluded. So is every cell while a hand is
+   cannot be placed, and every cell is occluded. While a hand is seen, a piece read
+   next to its cells is occluded too: fingertips a kit colour explains read as one, and
+   a piece beside a hand is the one being handled. So is every cell while a hand is
    seen and the pose was found from the board's outline alone (no marker seen), unless
    most spaces confirm it (``PRIOR_MIN_INLIERS`` of them agree on one light): the
    outline may be the arm's.
@@ -1065,6 +1067,8 @@ class Recognizer:
             hand_occ.reshape(n, n), hands.any, hands_mod.foreign_cells(decision, S, cnt, self.kit.blox.block).reshape(n, n),
             hands_mod.poorly_fitting(decision, S, cnt).reshape(n, n))
         hand_occ = grown.reshape(-1)
+        if hands.any:
+            hand_occ = hands_mod.beside_hand(hand_occ.reshape(n, n), (decision != EMPTY).reshape(n, n)).reshape(-1)
         if hands.any and self.view.pose is not None and self.view.pose.method == "markerless" \
                 and balance.inliers < PRIOR_MIN_INLIERS:
             hand_occ = np.ones(n * n, bool)
