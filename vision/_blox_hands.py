@@ -40,8 +40,7 @@ cells is occluded too. Fingertips whose skin a kit colour explains (a brown figu
 grey or white block) read as a piece there, past the edge the detector found; and a
 piece next to a hand is the one being handled. On development draws (8.84M, 8.85M,
 8.86M) such pieces were read wrong 8 to 16% of the time, against 1.2 to 2.2% over all
-spaces.
-An empty space next to a hand is read as usual.
+spaces. An empty space next to a hand is read as usual.
 """
 
 from __future__ import annotations
