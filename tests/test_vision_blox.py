@@ -1207,15 +1207,15 @@ def test_the_behind_test_judges_the_hidden_pixels_at_the_nearer_pieces_density()
     alternative: by the farther cell's probes they bring into view, scaled to as many
     probes as the nearer piece read them with; a cell none of its rays reach keeps
     its costs."""
-    from vision.blox import _rays_into, _rescaled_costs, _uncovered
+    from vision.blox import _rescaled_costs, _weight_per_cell
 
     hidden, seen = np.array([10.0, 4.0, 7.0]), np.array([40.0, 6.0, 9.0])
     # 60 of the nearer cell's rays reach the first cell, which gains 30 probes: each
     # of its new probes stands for two rays. The second gains 4 and is reached by 2;
     # the third gains 5 and is reached by none.
-    rays = _rays_into(np.ones(62), np.array([3] * 60 + [5] * 2), np.array([3, 5, 8]))
-    gained = _uncovered(np.r_[np.ones(30), np.full(8, 0.5), np.ones(5), -np.ones(3)],
-                        np.array([3] * 30 + [5] * 8 + [8] * 5 + [3] * 3), np.array([3, 5, 8]))
+    rays = _weight_per_cell(np.ones(63), np.array([3] * 60 + [5] * 2 + [1]), np.array([3, 5, 8]))
+    gained = _weight_per_cell(np.r_[np.ones(30), np.full(8, 0.5), np.ones(5)],
+                              np.array([3] * 30 + [5] * 8 + [8] * 5), np.array([3, 5, 8]))
     assert rays.tolist() == [60.0, 2.0, 0.0] and gained.tolist() == [30.0, 4.0, 5.0]
     out = _rescaled_costs(hidden, seen, rays, gained)
     assert np.allclose(out, [10.0 + 2 * 30.0, 4.0 + 0.5 * 2.0, 9.0])

@@ -737,8 +737,9 @@ class Recognizer:
             before = float(new_cost[k, decision[k]] + np.sum((scores[0] + add)[others, decision[others]]))
             after = float(new_cost[k, dec2[k]]) + float(np.sum(_rescaled_costs(
                 (scores[0] + add)[others, dec2[others]], new_cost[others, dec2[others]],
-                _rays_into(visible[behind_p[into_reread]], g.behind[behind_p[into_reread]], others),
-                _uncovered(vis2 - visible, g.cell, others))))
+                # the rays' weight into each re-read cell, and the weight each gains
+                _weight_per_cell(visible[behind_p[into_reread]], g.behind[behind_p[into_reread]], others),
+                _weight_per_cell(np.clip(vis2 - visible, 0, None), g.cell, others))))
             if after < before - BEHIND_TEST_MARGIN and not hand_cells[cells].any():
                 behind_cost = trial_cost
                 settled, visible, scores = self._settle(Q, seen, hand_cells, g, dec2, vis2, trial, add, hand_top)
@@ -1412,16 +1413,10 @@ def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return np.maximum(d2, 0.0)
 
 
-def _rays_into(weight: np.ndarray, target: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Visible weight of the rays (``weight``, each reaching the square of ``target``)
-    that reach each of ``cells``."""
-    return np.array([float(np.sum(weight[target == f])) for f in cells.tolist()])
-
-
-def _uncovered(gain: np.ndarray, cell: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Visible weight each of ``cells`` gains (``gain``: the probes' change of weight)."""
-    up = np.clip(gain, 0, None)
-    return np.array([float(np.sum(up[cell == f])) for f in cells.tolist()])
+def _weight_per_cell(weight: np.ndarray, cell: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """The sum of ``weight`` over the entries of each of ``cells`` (``cell``: each
+    entry's cell)."""
+    return np.bincount(cell, weights=weight, minlength=int(cells.max(initial=0)) + 1)[cells]
 
 
 def _rescaled_costs(hidden_cost: np.ndarray, seen_cost: np.ndarray, rays: np.ndarray,

@@ -256,13 +256,9 @@ class HandDetector:
         iv = np.clip((chroma[:, 1] * q + 0.5).astype(np.int32), 0, q)
         return chroma, iu * (q + 1) + iv, lum
 
-    def unexplained(self, frame: np.ndarray, balance: FrameBalance) -> tuple[np.ndarray, np.ndarray, _Geometry]:
+    def _unexplained(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> tuple[np.ndarray, np.ndarray]:
         """Low-res bool images: pixels no kit colour explains, and pixels that are not a
         board colour (nor a mix of two), before cleaning."""
-        g = self._geometry(frame)
-        return (*self._unexplained(self._small(frame, g), balance, g), g)
-
-    def _unexplained(self, small: np.ndarray, balance: FrameBalance, g: _Geometry) -> tuple[np.ndarray, np.ndarray]:
         idx = g.inside_idx
         _, entry, lum = self._light(small, idx, g.basis, balance)
         lit = lum > self.dark
