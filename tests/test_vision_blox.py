@@ -1233,3 +1233,67 @@ def test_a_piece_beside_a_hand_is_occluded_and_an_empty_space_is_read():
     out = beside_hand(hand, piece)
     assert {(int(r), int(c)) for r, c in zip(*np.nonzero(out & ~hand))} == {(0, 2), (1, 6)}
     assert not out[1, 4] and not out[2, 4] and not out[0, 0]
+
+
+TOWER_BEHIND_A_FIGURE_SCENES = [
+    # set-up seed, camera, scene seed, preset, the tower's space (development draws)
+    (8_840_001, "cm3", 8_840_004, "warm-dim", (1, 2)),
+    (8_840_001, "cm3", 8_840_011, "glare", (2, 7)),
+    (8_850_049, "cm3", 8_850_059, "glare", (2, 5)),
+    (8_840_025, "cm3-wide", 8_840_026, "neutral", (0, 0)),
+    (8_850_025, "cm3-wide", 8_850_036, "noisy", (4, 1)),
+]
+
+
+@pytest.mark.parametrize("setup_seed,model,seed,preset,space", TOWER_BEHIND_A_FIGURE_SCENES)
+def test_a_figure_hides_only_what_its_round_body_covers(tmp_path, setup_seed, model, seed, preset, space):
+    """A tower stands behind a figure (nearer the camera). The figure, 22 mm across,
+    was taken to hide what a block's grown footprint (34 mm square) would: the lower
+    levels of the tower, seen beside it, went unread and were guessed wrong (white
+    under purple read purple, black under grey read grey). They are read, and not
+    reported as a guess."""
+    kit = load_kit()
+    setup = sc.sample_setup(kit, "blox", setup_seed, model=model)
+    write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
+    state = st.random_state(kit, "blox", np.random.default_rng(seed))
+    cond = sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit)
+    d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
+    r, c = space
+    truth = state["cells"]
+    assert "tower" in (truth[r][c] or {})
+    assert any("figure" in (truth[i][j] or {}) for i in range(r - 1, r + 2) for j in range(c - 1, c + 2)
+               if 0 <= i < 9 and 0 <= j < 9)
+    rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
+    image = read_image(d / "frames" / "000000.jpg")
+    rec.process(image, 0.0, 0)
+    obs = rec.process(image, 1.5, 1)
+    assert obs["state"]["cells"][r][c] == truth[r][c]
+    assert obs["cell_confidence"][r][c] >= 0.5
+
+
+def test_a_ray_beside_a_figure_is_seen_where_a_tower_as_tall_would_hide_it(tmp_path):
+    """The occlusion pairs tell a figure from a block: a ray that passes beside a
+    figure's round body, over the corner of the grown block footprint, is seen past a
+    figure and hidden by a tower as tall."""
+    from vision import _blox_geometry as geo_mod
+
+    kit = load_kit()
+    seed = 5_340_000  # development seeds
+    setup = sc.sample_setup(kit, "blox", seed, model="cm3", tilt_deg=34.0, height_mm=600.0)
+    cal = write_setup(setup, tmp_path / "setup", seed, lens_frames=6)
+    rec = make_recognizer("blox", calibration_from_dir(cal, "blox"))
+    g = rec.geometry()
+    fig_h = kit.blox.figure.height_mm
+    beside = np.nonzero((g.pair_fig == geo_mod.FIG_COVER_NONE) & (g.pair_nominal_mm <= fig_h))[0]
+    assert len(beside) > 0
+    k = int(g.pair_cell[beside[0]])
+    probe = int(g.pair_p[beside[0]])
+    top = np.zeros(81)
+    top[k] = fig_h
+    figures = np.zeros(81, bool)
+    assert rec._visibility(top, g)[probe] == 0.0  # a tower of the figure's height hides it
+    figures[k] = True
+    assert rec._visibility(top, g, figures)[probe] == 1.0
+    # and a ray through the figure's body is hidden by the figure
+    through = np.nonzero((g.pair_cell == k) & (g.pair_fig == geo_mod.FIG_COVER_SURE))[0]
+    assert len(through) > 0 and rec._visibility(top, g, figures)[g.pair_p[through]].max() == 0.0

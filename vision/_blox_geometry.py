@@ -75,6 +75,12 @@ G_UNKNOWN, G_OWN, G_CHIP, G_FIG = range(4)
 G_LEVEL0 = 4  # + level - 1
 N_GTYPES = 9
 EMPTY, FIGURE = 0, 6  # hypothesis ids; 1..5 are towers of that height
+# How a figure standing on a nearer cell covers an occlusion pair's ray: not at all,
+# only where its placement may put it, or where the kit puts it (on its space's centre).
+# A figure is a cylinder 22 mm across, far narrower than the grown block footprint the
+# pair's heights describe (34 mm square): taken as that box, a figure hid the lower
+# levels of the tower behind it, and they were guessed (dev draws: 45 levels misread).
+FIG_COVER_NONE, FIG_COVER_MAYBE, FIG_COVER_SURE = range(3)
 N_HYP = 7
 #: how far (mm, along its normal) a block's side face may sit from its nominal place
 #: without a side probe seeing another level (placement jitter, table-kit.md)
@@ -137,6 +143,7 @@ class BloxGeometry:
     table_behind: np.ndarray | None = None  # (N,) a table probe's ray passes over a farther cell (a piece may hide it)
     behind: np.ndarray | None = None  # (N,) the other space whose square each probe's ray reaches, else -1
     level_band_px: np.ndarray | None = None  # (cells, levels) image height of a level's side band (px; 0 unseen)
+    pair_fig: np.ndarray | None = None  # per occlusion pair: how a figure on the covering cell covers it (FIG_COVER_*)
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -441,7 +448,9 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     order = np.argsort(dist, kind="stable")
     # Occlusion pairs.
     d_all = view.rays(px)
-    pair_p, pair_cell, pair_mm, pair_nominal_mm = [], [], [], []
+    pair_p, pair_cell, pair_mm, pair_nominal_mm, pair_fig = [], [], [], [], []
+    fig_h = fig.height_mm
+    fig_reach = fig_base_r + b.block.max_offset_mm  # table-kit.md gives no placement tolerance for figures
     for a in range(n * n):
         ax, ay = centres[a]
         nearer = dist[cell] > dist[a] + 1e-6
@@ -459,6 +468,11 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         pair_cell.append(np.full(len(sel), a))
         pair_mm.append(need[sel])
         pair_nominal_mm.append(np.where(cross_nominal, need_nominal, np.inf)[sel])
+        d_sel = dd[sel]
+        # The clear lower body counts as covering: what shows through it is tinted.
+        fig_sure = np.isfinite(_hit_cyl(C, d_sel, ax, ay, fig_base_r, -fig_h, 0.0)[0])
+        fig_maybe = np.isfinite(_hit_cyl(C, d_sel, ax, ay, fig_reach, -fig_h, 0.0)[0])
+        pair_fig.append(np.where(fig_sure, FIG_COVER_SURE, np.where(fig_maybe, FIG_COVER_MAYBE, FIG_COVER_NONE)))
     f = np.array([0.22, 0.5, 0.78])
     lat = np.array([(u, v) for v in f for u in f]) * s
     space = []
@@ -491,6 +505,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         np.concatenate(cxy_l), px_per_mm, np.concatenate(e_w).astype(np.float32), tpx.astype(np.float32),
         txy, np.concatenate(e_alt).astype(np.int8),
         table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l), level_band_px=band_px,
+        pair_fig=np.concatenate(pair_fig).astype(np.int8) if pair_fig else np.zeros(0, np.int8),
     )
 
 

@@ -581,20 +581,27 @@ class Recognizer:
             return None
         return np.median(lab(balance.normalise(_bytes_to_linear(raw[ok]), g.table_xy[ok])), axis=0)
 
-    def _visibility(self, top_mm: np.ndarray, g: BloxGeometry) -> np.ndarray:
+    def _visibility(self, top_mm: np.ndarray, g: BloxGeometry, figures: np.ndarray | None = None) -> np.ndarray:
         """Weight (N,) of every probe given the heights ``top_mm`` of the cells' decided
         solids: 0 where a nearer solid of the kit's nominal footprint covers its ray, 1
         where not even that footprint grown by the blocks' placement jitter does, and
         ``MAYBE_HIDDEN_WEIGHT`` in between, where whether the nearer piece covers it
-        depends on how that piece sits."""
+        depends on how that piece sits. A solid on a cell of ``figures`` (n*n bool) is a
+        figure: its round body, not a block's footprint (``BloxGeometry.pair_fig``)."""
         n_px = len(g.px)
         if len(g.pair_p) == 0:
             return np.ones(n_px, np.float32)
         t = top_mm[g.pair_cell]
+        sure_pair = t >= g.pair_nominal_mm
+        maybe_pair = t >= g.pair_mm
+        if figures is not None and g.pair_fig is not None:
+            on_fig = figures[g.pair_cell]
+            sure_pair = np.where(on_fig, g.pair_fig == geo_mod.FIG_COVER_SURE, sure_pair)
+            maybe_pair = np.where(on_fig, g.pair_fig != geo_mod.FIG_COVER_NONE, maybe_pair)
         sure = np.zeros(n_px, bool)
-        sure[g.pair_p[t >= g.pair_nominal_mm]] = True
+        sure[g.pair_p[sure_pair]] = True
         maybe = np.zeros(n_px, bool)
-        maybe[g.pair_p[t >= g.pair_mm]] = True
+        maybe[g.pair_p[maybe_pair]] = True
         return np.where(sure, np.float32(0.0), np.where(maybe, np.float32(MAYBE_HIDDEN_WEIGHT), np.float32(1.0)))
 
     def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
@@ -625,7 +632,8 @@ class Recognizer:
         """Re-decide the cells whose probes the decided solids of nearer cells hide, until
         nothing more changes: (decision, visible, scores)."""
         for _ in range(5):
-            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g)
+            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g,
+                                                  (decision == FIGURE) & ~hand_cells)
             changed = np.unique(g.cell[new_visible != visible])
             visible = new_visible
             if len(changed) == 0:
@@ -719,7 +727,7 @@ class Recognizer:
             trial_cost[rows] = relaxed[rows]
             dec2 = decision.copy()
             dec2[k] = EMPTY
-            vis2 = seen * self._visibility(self._top_mm(dec2, hand_cells, hand_top), g)
+            vis2 = seen * self._visibility(self._top_mm(dec2, hand_cells, hand_top), g, (dec2 == FIGURE) & ~hand_cells)
             cells = np.unique(np.concatenate([[k], g.cell[vis2 != visible]]))
             others = cells[cells != k]
             # A ray of this cell that reaches the square of a cell re-read here shows
