@@ -318,7 +318,6 @@ class Recognizer:
         self._chip_learnt = False
         self._chip_told = self._chip_lab.copy()  # the chip colour the hand detector explains
         # This frame's CIELAB at the BEHIND probes (written by _probe_costs, read by _behind_test).
-        self._behind_lab = np.zeros((0, 3), np.float32)
         self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
@@ -502,7 +501,6 @@ class Recognizer:
         # Past the hypothesis's solid, the ray reaches another space (BEHIND): nothing
         # known is predicted there, unless that space holds a piece (Recognizer._behind_test).
         ix.fill(T, BEHIND, UNKNOWN_COST)
-        self._behind_lab = _rows(lab_top, sp[BEHIND])
         self._learnt_costs(T, lab_top, lin_n, g)
         return T
 
@@ -604,11 +602,12 @@ class Recognizer:
         maybe[g.pair_p[maybe_pair]] = True
         return np.where(sure, np.float32(0.0), np.where(maybe, np.float32(MAYBE_HIDDEN_WEIGHT), np.float32(1.0)))
 
-    def _decide(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
+    def _decide(self, Q: np.ndarray, lab_top: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                 extra: np.ndarray | None = None, first: tuple | None = None) -> tuple:
         """Decide every cell, then re-decide the cells whose probes the decided solids of
         nearer cells hide, until nothing more changes; then test the pieces read in front
-        of farther pieces (:meth:`_behind_test`). ``extra``: costs (cells, N_HYP)
+        of farther pieces (:meth:`_behind_test`, which compares the probes' CIELAB
+        ``lab_top`` with what lies behind them). ``extra``: costs (cells, N_HYP)
         added to the probes' (the chip's radius); the returned costs include them.
         ``first``: the scores of the same table over ``seen`` (the first round), when an
         earlier call returned them (the last item returned)."""
@@ -622,8 +621,8 @@ class Recognizer:
         unhidden = decision
         hand_top = self._hand_cell_top()
         decision, visible, scores = self._settle(Q, seen, hand_cells, g, decision, visible, first, add, hand_top)
-        decision, visible, scores = self._behind_test(Q, seen, hand_cells, g, decision, visible, scores, add, hand_top,
-                                                      unhidden)
+        decision, visible, scores = self._behind_test(Q, lab_top, seen, hand_cells, g, decision, visible, scores, add,
+                                                      hand_top, unhidden)
         cost, S, cnt, P = scores
         return decision, visible, cost + add, S, cnt, P, first
 
@@ -642,7 +641,7 @@ class Recognizer:
             decision = np.argmin(scores[0] + add, axis=1)
         return decision, visible, scores
 
-    def _behind_test(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
+    def _behind_test(self, Q: np.ndarray, lab_top: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                      decision: np.ndarray, visible: np.ndarray, scores: tuple, add: np.ndarray, hand_top: np.ndarray,
                      unhidden: np.ndarray) -> tuple:
         """A piece read on a cell in front of a farther piece may be no piece at all: its
@@ -670,14 +669,14 @@ class Recognizer:
         only = None
         for _ in range(BEHIND_ROUNDS):
             decision, visible, scores, behind_cost, new_pieces = self._behind_round(
-                Q, seen, hand_cells, g, decision, visible, scores, add, hand_top, unhidden, behind_cost, only)
+                Q, lab_top, seen, hand_cells, g, decision, visible, scores, add, hand_top, unhidden, behind_cost, only)
             if not new_pieces.any():
                 break
             only = new_pieces
         return decision, visible, scores
 
-    def _behind_round(self, Q: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
-                      decision: np.ndarray, visible: np.ndarray, scores: tuple, add: np.ndarray,
+    def _behind_round(self, Q: np.ndarray, lab_top: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray,
+                      g: BloxGeometry, decision: np.ndarray, visible: np.ndarray, scores: tuple, add: np.ndarray,
                       hand_top: np.ndarray, unhidden: np.ndarray, behind_cost: np.ndarray,
                       only: np.ndarray | None) -> tuple:
         """One round of :meth:`_behind_test` over the pieces read in front of farther
@@ -700,7 +699,7 @@ class Recognizer:
             return decision, visible, scores, behind_cost, new_pieces
         # There the ray shows that space's square or the piece on it (a block's colour),
         # or something unknown, whichever explains it best.
-        obs = self._behind_lab[sel]
+        obs = _rows(lab_top, behind_p[sel])
         ref, ref2 = g.behind_sq_ref  # type: ignore[attr-defined]
         best = _shaded_sqdist(obs, prepared=(ref[:, sel], ref2[sel]))
         for colour in self._block_lab:
@@ -1023,7 +1022,7 @@ class Recognizer:
 
         table_lab = self._table_colour(every[n_px + n_sp:], in_frame[n_px + n_sp:], balance, hands, g)
         Q = self._probe_costs(lab_top, lin_n, g, table_lab, every[:n_px])
-        decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
+        decision, visible, cost, S, cnt, P, first = self._decide(Q, lab_top, seen, hand_cells, g)
         if np.any((decision >= 1) & (decision <= 5)):
             before = self.side_shade.copy()
             if not hands.any or not self._shade_hand_free:
@@ -1044,7 +1043,7 @@ class Recognizer:
             if np.max(np.abs(np.log(self.side_shade / before))) > 0.05 or moved > 4.0:
                 # The side faces' shading changed (new light, first frame): read again with it.
                 self._learnt_costs(Q, lab_top, lin_n, g)
-                decision, visible, cost, S, cnt, P, first = self._decide(Q, seen, hand_cells, g)
+                decision, visible, cost, S, cnt, P, first = self._decide(Q, lab_top, seen, hand_cells, g)
         # What the chip shows: its radius (the scale of a tower's top) and its printed value.
         chip = self._chip_rim_costs(frame_bgr, decision, hand_cells) + self._chip_print_costs(frame_bgr, decision,
                                                                                              hand_cells)
@@ -1053,7 +1052,7 @@ class Recognizer:
                 cost = cost + chip
             else:  # a height changes: what the new solid hides changes too
                 # The probes' costs are unchanged: the first round's scores are reused.
-                decision, visible, cost, S, cnt, P, _ = self._decide(Q, seen, hand_cells, g, chip, first)
+                decision, visible, cost, S, cnt, P, _ = self._decide(Q, lab_top, seen, hand_cells, g, chip, first)
         hyp_conf = confidence_from_costs(cost / TEMPERATURE, 1.0)
 
         # Hands: cells under a hand, or whose evidence a hand hides, are not read.
