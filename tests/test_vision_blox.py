@@ -1093,6 +1093,22 @@ def test_board_probes_a_jittered_block_may_cover_are_not_the_board(cal_file):
     assert (own > vb.UNKNOWN_COST).any() and (own < vb.UNKNOWN_COST).any()
 
 
+def _read_bench_scene(tmp_path: Path, setup_seed: int, model: str, seed: int, preset: str) -> tuple[dict, dict]:
+    """A scene of the Blox bench (its set-up and scene seeds, its camera model and
+    conditions preset), rendered again: (the true state, the observation of it once the
+    camera has watched it still for longer than the gate's time)."""
+    kit = load_kit()
+    setup = sc.sample_setup(kit, "blox", setup_seed, model=model)
+    write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
+    state = st.random_state(kit, "blox", np.random.default_rng(seed))
+    cond = sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit)
+    d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
+    rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
+    image = read_image(d / "frames" / "000000.jpg")
+    rec.process(image, 0.0, 0)
+    return state, rec.process(image, 1.5, 1)
+
+
 # Development scenes (the Blox bench's set-ups at seeds 8,500,000 to 8,810,000) where a
 # tower was read, at confidence 0.73 to 0.98, on an empty space in front of a farther
 # tower: the phantom's blocks explained the farther tower's pixels, for which the empty
@@ -1113,16 +1129,7 @@ def test_no_tower_is_read_on_an_empty_space_for_the_farther_tower_it_would_hide(
     """The piece read on a space in front of a farther piece is tested against the
     joint alternative (the space empty, the farther cells read with what the piece
     hid): the farther tower must then explain its own pixels, and does."""
-    kit = load_kit()
-    setup = sc.sample_setup(kit, "blox", setup_seed, model=model)
-    write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
-    state = st.random_state(kit, "blox", np.random.default_rng(seed))
-    cond = sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit)
-    d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
-    rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
-    image = read_image(d / "frames" / "000000.jpg")
-    rec.process(image, 0.0, 0)
-    obs = rec.process(image, 1.5, 1)
+    state, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
     truth = state["cells"]
     read = obs["state"]["cells"]
     occluded = {tuple(x) for x in obs["occluded"]}
@@ -1252,21 +1259,12 @@ def test_a_figure_hides_only_what_its_round_body_covers(tmp_path, setup_seed, mo
     levels of the tower, seen beside it, went unread and were guessed wrong (white
     under purple read purple, black under grey read grey). They are read, and not
     reported as a guess."""
-    kit = load_kit()
-    setup = sc.sample_setup(kit, "blox", setup_seed, model=model)
-    write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
-    state = st.random_state(kit, "blox", np.random.default_rng(seed))
-    cond = sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit)
-    d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
+    state, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
     r, c = space
     truth = state["cells"]
     assert "tower" in (truth[r][c] or {})
     assert any("figure" in (truth[i][j] or {}) for i in range(r - 1, r + 2) for j in range(c - 1, c + 2)
                if 0 <= i < 9 and 0 <= j < 9)
-    rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
-    image = read_image(d / "frames" / "000000.jpg")
-    rec.process(image, 0.0, 0)
-    obs = rec.process(image, 1.5, 1)
     assert obs["state"]["cells"][r][c] == truth[r][c]
     assert obs["cell_confidence"][r][c] >= 0.5
 
