@@ -68,8 +68,8 @@ How a frame is read (issue 8):
    one that the solid covers only if it sits off centre (its footprint grown by the
    kit's offset and turn, not the nominal one) counts with the weak weight
    (``MAYBE_HIDDEN_WEIGHT``): the lower levels of a tower behind a nearer one often
-   show only there. The
-   scoring is vectorised over all cells and repeated until the decisions no longer
+   show only there. A figure covers what its round body covers (22 mm across), not a
+   block's footprint. The scoring is vectorised over all cells and repeated until the decisions no longer
    change what is hidden (two or three rounds). A piece read in front of a farther
    piece may be a phantom made of the farther piece's pixels (where a cell's rays
    pass its would-be solid and reach another space, an empty cell predicts nothing
