@@ -79,7 +79,7 @@ EMPTY, FIGURE = 0, 6  # hypothesis ids; 1..5 are towers of that height
 # only where its placement may put it, or where the kit puts it (on its space's centre).
 # A figure is a cylinder 22 mm across, far narrower than the grown block footprint the
 # pair's heights describe (34 mm square): taken as that box, a figure hid the lower
-# levels of the tower behind it, and they were guessed (dev draws: 45 levels misread).
+# levels of the tower behind it, and they were guessed (three dev draws: 50 cells misread).
 FIG_COVER_NONE, FIG_COVER_MAYBE, FIG_COVER_SURE = range(3)
 N_HYP = 7
 #: how far (mm, along its normal) a block's side face may sit from its nominal place

@@ -69,15 +69,15 @@ How a frame is read (issue 8):
    kit's offset and turn, not the nominal one) counts with the weak weight
    (``MAYBE_HIDDEN_WEIGHT``): the lower levels of a tower behind a nearer one often
    show only there. A figure covers what its round body covers (22 mm across), not a
-   block's footprint. The scoring is vectorised over all cells and repeated until the decisions no longer
-   change what is hidden (two or three rounds). A piece read in front of a farther
-   piece may be a phantom made of the farther piece's pixels (where a cell's rays
-   pass its would-be solid and reach another space, an empty cell predicts nothing
-   known, so blocks matching the farther tower win): it is tested against the joint
-   alternative, the cell re-read with those rays showing the farther space's square or
-   a block, and the cells it hid re-read with their probes in view (they must now
-   explain them, at as many probes as the piece read those pixels with); the cheaper
-   reading of the lot is kept. A cell a nearer tower hides (too little
+   block's footprint. The scoring is vectorised over all cells and repeated until the
+   decisions no longer change what is hidden (two or three rounds). A piece read in
+   front of a farther piece may be a phantom made of the farther piece's pixels (where
+   a cell's rays pass its would-be solid and reach another space, an empty cell
+   predicts nothing known, so blocks matching the farther tower win): it is tested
+   against the joint alternative, the cell re-read with those rays showing the farther
+   space's square or a block, and the cells it hid re-read with their probes in view
+   (they must now explain them, at as many probes as the piece read those pixels
+   with); the cheaper reading of the lot is kept. A cell a nearer tower hides (too little
    of its square or of its decided piece visible) is read from what is left of it when
    that decides it (posterior >= ``HIDDEN_MIN_CONF``). Otherwise, when that evidence
    still points to an empty space (posterior >= ``HIDDEN_GUESS_MIN``, from some of the
@@ -317,7 +317,6 @@ class Recognizer:
         self._chip_lab = np.array(self.colours.refs["chip"], float)
         self._chip_learnt = False
         self._chip_told = self._chip_lab.copy()  # the chip colour the hand detector explains
-        # This frame's CIELAB at the BEHIND probes (written by _probe_costs, read by _behind_test).
         self._space_lab_flat = self.colours.space_lab.reshape(-1, 3)
         self._space_lin_flat = self.colours.space_lin.reshape(-1, 3)
         self.last: dict[str, Any] = {}
