@@ -1095,18 +1095,20 @@ def test_board_probes_a_jittered_block_may_cover_are_not_the_board(cal_file):
 
 def _read_bench_scene(tmp_path: Path, setup_seed: int, model: str, seed: int, preset: str) -> tuple[dict, dict]:
     """A scene of the Blox bench (its set-up and scene seeds, its camera model and
-    conditions preset), rendered again: (the true state, the observation of it once the
-    camera has watched it still for longer than the gate's time)."""
+    conditions preset), rendered again: (its truth row, as truth.jsonl holds it, and
+    the observation of it once the camera has watched it still for longer than the
+    gate's time)."""
     kit = load_kit()
     setup = sc.sample_setup(kit, "blox", setup_seed, model=model)
     write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
     state = st.random_state(kit, "blox", np.random.default_rng(seed))
     cond = sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit)
     d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
+    truth = json.loads((d / "truth.jsonl").read_text("utf-8").splitlines()[0])
     rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
     image = read_image(d / "frames" / "000000.jpg")
     rec.process(image, 0.0, 0)
-    return state, rec.process(image, 1.5, 1)
+    return truth, rec.process(image, 1.5, 1)
 
 
 # Development scenes (the Blox bench's set-ups at seeds 8,500,000 to 8,810,000) where a
@@ -1129,8 +1131,8 @@ def test_no_tower_is_read_on_an_empty_space_for_the_farther_tower_it_would_hide(
     """The piece read on a space in front of a farther piece is tested against the
     joint alternative (the space empty, the farther cells read with what the piece
     hid): the farther tower must then explain its own pixels, and does."""
-    state, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
-    truth = state["cells"]
+    row, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
+    truth = row["state"]["cells"]
     read = obs["state"]["cells"]
     occluded = {tuple(x) for x in obs["occluded"]}
     r, c = space
@@ -1160,19 +1162,9 @@ def test_an_arm_resting_across_the_far_edge_stops_the_commit(tmp_path, setup_see
     8,850,001 / 8,850,020: an arm over row 0 on a wooden table; at its two ends the skin
     was read as a brown figure, next to the cells found under it (vision._blox_hands:
     beside_hand)."""
-    kit = load_kit()
-    setup = sc.sample_setup(kit, "blox", setup_seed, model="cm3")
-    write_setup(setup, tmp_path / "setup", setup_seed, lens_frames=6)
-    state = st.random_state(kit, "blox", np.random.default_rng(seed))
-    cond = sc.sample_conditions(seed, "hands", area=kit.area_mm("blox"), kit=kit)
-    d = write_scene(setup, [state], [cond], [seed], tmp_path / "scene", setup_dir=tmp_path / "setup")
-    truth = json.loads((d / "truth.jsonl").read_text("utf-8").splitlines()[0])
+    truth, obs = _read_bench_scene(tmp_path, setup_seed, "cm3", seed, "hands")
     assert not truth["stable"] and truth["occluded"]
-    rec = make_recognizer("blox", calibration_from_dir(d / "calibration", "blox"))
-    image = read_image(d / "frames" / "000000.jpg")
-    rec.process(image, 0.0, 0)
-    obs = rec.process(image, 1.5, 1)  # still for longer than the gate's time
-    assert not obs["stable"]
+    assert not obs["stable"]  # though still for longer than the gate's time
     assert {tuple(x) for x in truth["occluded"]} <= {tuple(x) for x in obs["occluded"]}
 
 
@@ -1259,9 +1251,9 @@ def test_a_figure_hides_only_what_its_round_body_covers(tmp_path, setup_seed, mo
     levels of the tower, seen beside it, went unread and were guessed wrong (white
     under purple read purple, black under grey read grey). They are read, and not
     reported as a guess."""
-    state, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
+    row, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
     r, c = space
-    truth = state["cells"]
+    truth = row["state"]["cells"]
     assert "tower" in (truth[r][c] or {})
     assert any("figure" in (truth[i][j] or {}) for i in range(r - 1, r + 2) for j in range(c - 1, c + 2)
                if 0 <= i < 9 and 0 <= j < 9)

@@ -601,6 +601,14 @@ class Recognizer:
         maybe[g.pair_p[maybe_pair]] = True
         return np.where(sure, np.float32(0.0), np.where(maybe, np.float32(MAYBE_HIDDEN_WEIGHT), np.float32(1.0)))
 
+    def _seen_past(self, decision: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, hand_top: np.ndarray,
+                   g: BloxGeometry) -> np.ndarray:
+        """The probes' weights ``seen`` (what no hand covers) times what the solids of
+        ``decision`` leave in view (:meth:`_visibility`; under a hand, a solid of
+        ``hand_top``, a box even where a figure was read)."""
+        figures = (decision == FIGURE) & ~hand_cells
+        return seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g, figures)
+
     def _decide(self, Q: np.ndarray, lab_top: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                 extra: np.ndarray | None = None, first: tuple | None = None) -> tuple:
         """Decide every cell, then re-decide the cells whose probes the decided solids of
@@ -630,8 +638,7 @@ class Recognizer:
         """Re-decide the cells whose probes the decided solids of nearer cells hide, until
         nothing more changes: (decision, visible, scores)."""
         for _ in range(5):
-            new_visible = seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g,
-                                                  (decision == FIGURE) & ~hand_cells)
+            new_visible = self._seen_past(decision, seen, hand_cells, hand_top, g)
             changed = np.unique(g.cell[new_visible != visible])
             visible = new_visible
             if len(changed) == 0:
@@ -725,7 +732,7 @@ class Recognizer:
             trial_cost[rows] = relaxed[rows]
             dec2 = decision.copy()
             dec2[k] = EMPTY
-            vis2 = seen * self._visibility(self._top_mm(dec2, hand_cells, hand_top), g, (dec2 == FIGURE) & ~hand_cells)
+            vis2 = self._seen_past(dec2, seen, hand_cells, hand_top, g)
             cells = np.unique(np.concatenate([[k], g.cell[vis2 != visible]]))
             others = cells[cells != k]
             # A ray of this cell that reaches the square of a cell re-read here shows
