@@ -1287,3 +1287,64 @@ def test_a_ray_beside_a_figure_is_seen_where_a_tower_as_tall_would_hide_it(tmp_p
     # and a ray through the figure's body is hidden by the figure
     through = np.nonzero((g.pair_cell == k) & (g.pair_fig == geo_mod.FIG_COVER_SURE))[0]
     assert len(through) > 0 and rec._visibility(top, g, figures)[g.pair_p[through]].max() == 0.0
+
+
+def test_a_substitute_side_probe_counts_only_for_what_hides_the_probe_it_stands_in_for(tmp_path):
+    """Every side probe of a level has a substitute nearer its face's corner, on the
+    same cell and face. Where the probe is in view the substitute weighs nothing (the
+    probes' density, to which the confidences are set, is unchanged); where a nearer
+    piece hides it, wholly or perhaps, the substitute takes the weight it lost."""
+    from vision import _blox_geometry as geo_mod
+    from vision.blox import _with_substitutes
+
+    kit = load_kit()
+    seed = 5_340_000  # development seeds
+    setup = sc.sample_setup(kit, "blox", seed, model="cm3", tilt_deg=34.0, height_mm=600.0)
+    cal = write_setup(setup, tmp_path / "setup", seed, lens_frames=6)
+    g = make_recognizer("blox", calibration_from_dir(cal, "blox")).geometry()
+    sub = np.nonzero(g.stands_in >= 0)[0]
+    primary = g.stands_in[sub]
+    assert len(sub) > 0 and np.all(g.stands_in[primary] == -1)
+    assert np.array_equal(g.cell[sub], g.cell[primary])
+    # On the side faces: under the tallest tower both see the same level's side.
+    e_hyp = (g.e_group // geo_mod.N_GTYPES) % geo_mod.N_HYP
+    tallest = e_hyp == kit.blox.block.max_tower
+    label = np.full(len(g.px), -1)
+    label[g.e_p[tallest]] = np.where(g.e_src[tallest] == geo_mod.BLK_SIDE, g.e_group[tallest] % geo_mod.N_GTYPES, -1)
+    both = (label[sub] >= 0) & (label[primary] >= 0)
+    assert both.mean() > 0.9 and np.array_equal(label[sub][both], label[primary][both])
+
+    seen = np.ones(len(g.px), np.float32)
+    assert np.all(_with_substitutes(seen, g)[sub] == 0.0)
+    hidden = seen.copy()
+    hidden[primary[::2]] = 0.0
+    hidden[primary[1::2]] = geo_mod.WEAK_SIDE_WEIGHT
+    w = _with_substitutes(hidden, g)
+    assert np.allclose(w[sub[::2]], 1.0) and np.allclose(w[sub[1::2]], 1.0 - geo_mod.WEAK_SIDE_WEIGHT)
+    assert np.allclose(w[primary] + w[sub], 1.0)  # one probe's worth where both are in view
+    # A substitute itself hidden counts for nothing.
+    hidden[sub] = 0.0
+    assert np.all(_with_substitutes(hidden, g)[sub] == 0.0)
+
+
+# Development scenes where a level's side was in view only near its face's corners: a
+# nearer piece (a figure, a tower off to one side) hid the middle of the face, where its
+# side probes sit, and the level took the colour of the one above.
+# (set-up seed, camera model, scene seed, preset, the tower's space)
+FACE_CORNER_SCENES = [
+    (8_860_001, "cm3", 8_860_008, "one-sided", (1, 1)),  # black under white, a figure in front
+    (8_840_049, "cm3", 8_840_053, "warm-dim", (0, 1)),  # white under grey
+]
+
+
+@pytest.mark.parametrize("setup_seed,model,seed,preset,space", FACE_CORNER_SCENES)
+def test_a_level_whose_face_middle_is_hidden_is_read_near_its_corners(tmp_path, setup_seed, model, seed, preset,
+                                                                      space):
+    """The bottom level, seen beside the nearer piece, is read (it was the colour of the
+    level above, at 0.28 and 0.29), at a confidence the referee acts on."""
+    row, obs = _read_bench_scene(tmp_path, setup_seed, model, seed, preset)
+    r, c = space
+    truth = row["state"]["cells"]
+    assert "tower" in (truth[r][c] or {})
+    assert obs["state"]["cells"][r][c] == truth[r][c]
+    assert obs["cell_confidence"][r][c] >= 0.5

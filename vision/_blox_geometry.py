@@ -26,7 +26,9 @@ that margin where the band leaves room (``SIDE_ROW_SPREAD``); the band's height 
 cell and level is kept (``level_band_px``) for the confidence of the level's colour.
 Such a weak probe near an edge between two levels sees
 the level across that edge when a block sits a little off (``e_alt``): the recogniser
-scores it as telling the colour of one of the two levels.
+scores it as telling the colour of one of the two levels. Every side probe has a
+substitute on the same face and row, nearer the face's corner (``stands_in``), weighed
+by the recogniser by how much a nearer piece hides the probe it stands in for.
 
 Where a probe's ray reaches the table beyond the board's edge (not a marker), a
 hypothesis that leaves it uncovered predicts the table's colour there (measured per frame
@@ -97,6 +99,14 @@ WEAK_SIDE_WEIGHT = 0.15  # weight of the side probes that are not that robust
 #: fell within the margin, and lower levels read on weak probes alone were the commonest
 #: error); never closer than MIN_SIDE_ROW_SPREAD.
 SIDE_ROW_SPREAD = 0.2
+#: Side probes sit this far (a fraction of the footprint's half) either side of a face's
+#: middle. Each has a substitute nearer the face's corner (SUBSTITUTE_LATERAL), which
+#: counts only as much as a nearer piece hides the probe it stands in for: a figure in
+#: front (22 mm across) hides a face's middle and leaves its corners in view (dev
+#: sequence: the grey bottom of a tower behind a figure, read from the black level
+#: above in 30 frames), and probes there always would change every level's weight.
+SIDE_LATERAL = 0.45
+SUBSTITUTE_LATERAL = 0.75
 MIN_SIDE_ROW_SPREAD = 0.05
 SIDE_ROW_SLACK_PX = 0.25
 
@@ -144,6 +154,7 @@ class BloxGeometry:
     behind: np.ndarray | None = None  # (N,) the other space whose square each probe's ray reaches, else -1
     level_band_px: np.ndarray | None = None  # (cells, levels) image height of a level's side band (px; 0 unseen)
     pair_fig: np.ndarray | None = None  # per occlusion pair: how a figure on the covering cell covers it (FIG_COVER_*)
+    stands_in: np.ndarray | None = None  # (N,) the probe a substitute side probe stands in for, else -1
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -214,13 +225,16 @@ def _side_rows(band_px: float, margin_px: float) -> tuple[float, float]:
 
 def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float, half: float, bh: float, hmax: int,
                   chip_r: float, chip_t: float, fig_r: float, fig_z0: float, fig_z1: float, margin_px: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Image pixels worth looking at for one cell: points on every surface some
     hypothesis puts there (the square, each level's visible side faces, each height's
     chip ring -- the tallest tower's top face there, it has no chip -- and top-face
-    corners, the figure's top), projected; and (hmax,) the image height of each level's
-    band on the side faces the camera sees, the tallest of them (0: none seen)."""
+    corners, the figure's top), projected; (hmax,) the image height of each level's
+    band on the side faces the camera sees, the tallest of them (0: none seen); and per
+    point the point it stands in for (a side probe near a face's corner: see
+    ``SUBSTITUTE_LATERAL``), else -1."""
     pts: list[tuple[float, float, float]] = []
+    substitutes: list[tuple[int, int]] = []  # (point, the point it stands in for): see SUBSTITUTE_LATERAL
     f = np.linspace(-1, 1, 5) * (s / 2 - 4.0)
     pts += [(cx + a, cy + b, 0.0) for a in f for b in f]
     ang = np.linspace(0, 2 * np.pi, 8, endpoint=False) + np.pi / 8
@@ -244,10 +258,13 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
                 for o in (0.0, np.pi / 8) for a in ang]
         pts += [(cx + a, cy + b, z) for a, b in corners]
         for (nx, ny), band in zip(faces, bands):
-            for lat in (-0.45 * half, 0.45 * half):
+            for sign in (-1.0, 1.0):
                 for frac in _side_rows(float(band[h - 1]), margin_px):
                     zz = -(h - 1) * bh - frac * bh
-                    pts.append((cx + nx * half + (lat if ny else 0), cy + ny * half + (lat if nx else 0), zz))
+                    for lat in (SIDE_LATERAL, SUBSTITUTE_LATERAL):
+                        pts.append((cx + nx * half + (sign * lat * half if ny else 0),
+                                    cy + ny * half + (sign * lat * half if nx else 0), zz))
+                    substitutes.append((len(pts) - 1, len(pts) - 2))
     pts += [(cx + 0.75 * fig_r * np.cos(a), cy + 0.75 * fig_r * np.sin(a), fig_z1) for a in ang]
     d = np.array([C[0] - cx, C[1] - cy])
     d = d / max(float(np.linalg.norm(d)), 1e-6)
@@ -257,7 +274,10 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
             pts.append((cx + d[0] * fig_r * 0.95 + side[0], cy + d[1] * fig_r * 0.95 + side[1],
                         fig_z0 + frac * (fig_z1 - fig_z0)))
     band_max = np.max(bands, axis=0) if bands else np.zeros(hmax)
-    return view.project(np.array(pts, float)), band_max
+    stands_in = np.full(len(pts), -1)
+    for point, primary in substitutes:
+        stands_in[point] = primary
+    return view.project(np.array(pts, float)), band_max, stands_in
 
 
 def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None,
@@ -287,7 +307,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     markers = [(c[:, 0].min() - q, c[:, 1].min() - q, c[:, 0].max() + q, c[:, 1].max() + q)
                for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
-    px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l = [], [], [], [], [], []
+    px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l, stands_in_l = [], [], [], [], [], [], []
     e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
     band_px = np.zeros((n * n, hmax))
@@ -302,9 +322,14 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         for c in range(n):
             cx, cy = (c + 0.5) * s, (r + 0.5) * s
             k = r * n + c
-            pts, band_px[k] = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r, fig_z0, fig_z1,
-                                            side_margin_px)
-            pts = pts[(pts[:, 0] >= 1) & (pts[:, 1] >= 1) & (pts[:, 0] <= W - 2) & (pts[:, 1] <= H - 2)]
+            pts, band_px[k], stands_in = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r,
+                                                       fig_z0, fig_z1, side_margin_px)
+            keep = (pts[:, 0] >= 1) & (pts[:, 1] >= 1) & (pts[:, 0] <= W - 2) & (pts[:, 1] <= H - 2)
+            # A substitute goes with the point it stands in for.
+            keep[stands_in >= 0] &= keep[stands_in[stands_in >= 0]]
+            new_index = np.cumsum(keep) - 1
+            pts, stands_in = pts[keep], stands_in[keep]
+            stands_in_l.append(np.where(stands_in >= 0, base + new_index[np.maximum(stands_in, 0)], -1))
             N = len(pts)
             counts[k] = N
             if N == 0:
@@ -506,6 +531,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         txy, np.concatenate(e_alt).astype(np.int8),
         table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l), level_band_px=band_px,
         pair_fig=np.concatenate(pair_fig).astype(np.int8) if pair_fig else np.zeros(0, np.int8),
+        stands_in=np.concatenate(stands_in_l).astype(np.int32),
     )
 
 

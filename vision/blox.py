@@ -69,8 +69,11 @@ How a frame is read (issue 8):
    kit's offset and turn, not the nominal one) counts with the weak weight
    (``MAYBE_HIDDEN_WEIGHT``): the lower levels of a tower behind a nearer one often
    show only there. A figure covers what its round body covers (22 mm across), not a
-   block's footprint. The scoring is vectorised over all cells and repeated until the
-   decisions no longer change what is hidden (two or three rounds). A piece read in
+   block's footprint. A side probe so hidden hands its weight to its substitute nearer
+   the face's corner (``_blox_geometry.SUBSTITUTE_LATERAL``), which a narrower piece in
+   front leaves in view; where the probe is seen, the substitute counts for nothing.
+   The scoring is vectorised over all cells and repeated until the decisions no longer
+   change what is hidden (two or three rounds). A piece read in
    front of a farther piece may be a phantom made of the farther piece's pixels (where
    a cell's rays pass its would-be solid and reach another space, an empty cell
    predicts nothing known, so blocks matching the farther tower win): it is tested
@@ -605,9 +608,10 @@ class Recognizer:
                    g: BloxGeometry) -> np.ndarray:
         """The probes' weights ``seen`` (what no hand covers) times what the solids of
         ``decision`` leave in view (:meth:`_visibility`; under a hand, a solid of
-        ``hand_top``, a box even where a figure was read)."""
+        ``hand_top``, a box even where a figure was read), substitutes weighed by what
+        they stand in for (:func:`_with_substitutes`)."""
         figures = (decision == FIGURE) & ~hand_cells
-        return seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g, figures)
+        return _with_substitutes(seen * self._visibility(self._top_mm(decision, hand_cells, hand_top), g, figures), g)
 
     def _decide(self, Q: np.ndarray, lab_top: np.ndarray, seen: np.ndarray, hand_cells: np.ndarray, g: BloxGeometry,
                 extra: np.ndarray | None = None, first: tuple | None = None) -> tuple:
@@ -618,7 +622,7 @@ class Recognizer:
         added to the probes' (the chip's radius); the returned costs include them.
         ``first``: the scores of the same table over ``seen`` (the first round), when an
         earlier call returned them (the last item returned)."""
-        visible = seen.astype(np.float32)
+        visible = _with_substitutes(seen.astype(np.float32), g)
         add = np.zeros((self.n * self.n, N_HYP)) if extra is None else extra
         # The BEHIND rows as _probe_costs wrote them: a previous call's _behind_test may have relaxed some.
         g.score_index.fill(Q, BEHIND, UNKNOWN_COST)  # type: ignore[attr-defined]
@@ -1424,6 +1428,18 @@ def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
     xx = x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1] + x[:, 2] * x[:, 2]
     d2 = xx[None, :] + (r * r).sum(axis=1)[:, None] - 2.0 * (r @ x.T)
     return np.maximum(d2, 0.0)
+
+
+def _with_substitutes(visible: np.ndarray, g: BloxGeometry) -> np.ndarray:
+    """The probes' weights ``visible`` with every substitute side probe weighed by how
+    much of the probe it stands in for is hidden (``_blox_geometry.SUBSTITUTE_LATERAL``):
+    together they count as one probe where both are in view."""
+    if g.stands_in is None:
+        return visible
+    sub = np.nonzero(g.stands_in >= 0)[0]
+    out = visible.copy()
+    out[sub] = visible[sub] * (1.0 - visible[g.stands_in[sub]])
+    return out
 
 
 def _weight_per_cell(weight: np.ndarray, cell: np.ndarray, cells: np.ndarray) -> np.ndarray:
