@@ -553,5 +553,31 @@ def find_board(image: np.ndarray, kit: Kit, game: str, intr: Intrinsics) -> tupl
     score = _grid_score(und, corners, kit, game, rim)
     conf = MAX_CONFIDENCE * float(np.clip(frac, 0, 1)) * score * float(np.clip(1.5 - resid, 0.2, 1.0))
     pose = BoardPose(rvec.ravel(), tvec.ravel(), rms, "markerless", [], conf)
+    problem = implausible(pose, kit, outline)
+    if problem:
+        raise BoardNotFound(f"the outline's pose is impossible: {problem}")
     grid_corners = pose.project(kit.area_corners(game), intr)
     return pose, grid_corners
+
+
+def implausible(pose: BoardPose, kit: Kit, outline: np.ndarray) -> str | None:
+    """Why ``pose`` cannot be the camera's view of the board's ``outline`` (board mm),
+    or None. An arm or a hand across the board has an outline too, and the fit to it
+    may put the board behind the camera and still project its corners onto the
+    quadrilateral found (held-out dev draw 13,100,000, a hand over the board: a pose
+    56 m away, which the recogniser then tried to read). The camera must be above the
+    board and in front of every corner, and no higher than twice the kit's highest
+    mount (table-kit.md: 500 to 900 mm): generous bounds, for mounts a little outside
+    the kit's range, that only rule out what no table shows."""
+    R = pose.R
+    t = np.asarray(pose.tvec, float).reshape(3)
+    depth = (np.asarray(outline, float) @ R.T + t)[:, 2]
+    if np.any(depth <= 0):
+        return "part of the board lies behind the camera"
+    camera = -R.T @ t
+    height = -float(camera[2])  # z points down into the table
+    if height <= 0:
+        return "the camera is below the table"
+    if height > 2 * kit.camera.height_mm[1]:
+        return f"the camera would be {height:.0f} mm above the board (kit: at most {kit.camera.height_mm[1]:.0f})"
+    return None

@@ -65,3 +65,24 @@ def test_plain_table_is_not_a_board():
     img = np.clip(table + noise, 0, 255).astype(np.uint8)
     with pytest.raises(ml.BoardNotFound):
         ml.find_board(img, KIT, "blox", setup.intr)
+
+
+def test_a_pose_that_puts_the_board_behind_the_camera_or_far_above_it_is_refused(tmp_path):
+    """find_board's last check (ml.implausible): the outline fit to an arm across the
+    board once gave a pose 56 m away with the board behind the camera, which projects
+    its corners onto the quadrilateral all the same. The true pose passes; that pose,
+    one with the camera below the table and one far above any mount are refused."""
+    from calibration.pose import BoardPose
+
+    setup = sc.sample_setup(KIT, "blox", 3_100_051, model="cm3-wide", markers=False)  # development seed
+    outline, _ = ml._outline_mm(KIT, "blox")
+    true = BoardPose(cv2.Rodrigues(setup.R)[0].ravel(), np.ravel(setup.t), 0.0, "markerless")
+    assert ml.implausible(true, KIT, outline) is None
+    seen = BoardPose(np.array([-63.966, -58.1, -200.423]), np.array([56513.8, -28866.1, -5592.4]), 0.0, "markerless")
+    assert "behind the camera" in ml.implausible(seen, KIT, outline)
+    # The board turned over (camera under the table, looking up at it).
+    flipped = cv2.Rodrigues(np.diag([1.0, -1.0, -1.0]) @ setup.R)[0].ravel()
+    below = BoardPose(flipped, np.ravel(setup.t), 0.0, "markerless")
+    assert ml.implausible(below, KIT, outline) is not None
+    far = BoardPose(true.rvec, np.ravel(setup.t) * 4.0, 0.0, "markerless")
+    assert "mm above the board" in ml.implausible(far, KIT, outline)

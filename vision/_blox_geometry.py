@@ -111,6 +111,10 @@ MIN_SIDE_ROW_SPREAD = 0.05
 SIDE_ROW_SLACK_PX = 0.25
 
 
+class BoardOutOfView(ValueError):
+    """The pose puts no probe of any cell inside the frame: nothing can be read."""
+
+
 def solid_top_mm(kit: Kit, h: np.ndarray) -> np.ndarray:
     """Height (mm) of the top of a tower of ``h`` blocks (array): its blocks, and its chip
     when it carries one (``BlockSpec.carries_chip``); 0 for ``h`` = 0."""
@@ -467,6 +471,8 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
             orient_l.append(orient)
             cxy_l.append(np.tile([cx, cy], (N, 1)))
             base += N
+    if not px_l:
+        raise BoardOutOfView("the pose puts no part of the board in the frame")
     px = np.concatenate(px_l)
     cell = np.concatenate(cell_l)
     # Cells nearer the nadir are decided first and may hide the farther ones.

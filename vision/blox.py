@@ -995,12 +995,17 @@ class Recognizer:
             frame_bgr = np.clip(frame_bgr, 0, 255).astype(np.uint8)
         n = self.n
         check = self.view.update(frame_bgr)
-        if self.view.pose is None or check.status.value == "lost":
+        g = None
+        if self.view.pose is not None and check.status.value != "lost":
+            try:
+                g = self.geometry()
+            except geo_mod.BoardOutOfView:
+                g = None  # a pose that shows no part of the board is as good as none
+        if g is None:
             self._prev_cells = None
             self.gate.update(frame_bgr, t, blocked=True, lores=lores)
             return self._observation(index, t, False, [[r, c] for r in range(n) for c in range(n)],
                                      [[None] * n for _ in range(n)], np.zeros((n, n)), extra={"pose": "lost"})
-        g = self.geometry()
         # The probes, the spaces (for the light) and the table around the board, in one sampling.
         every = g.sampler.read(frame_bgr)  # type: ignore[attr-defined]
         # A frame out of focus: the samples sharpened by the blur measured on the board's edges.
