@@ -1436,14 +1436,17 @@ def _sqdist(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
 
 
 def _with_substitutes(visible: np.ndarray, g: BloxGeometry) -> np.ndarray:
-    """The probes' weights ``visible`` with every substitute side probe weighed by how
-    much of the probe it stands in for is hidden (``_blox_geometry.SUBSTITUTE_LATERAL``):
-    together they count as one probe where both are in view."""
+    """The probes' weights ``visible`` with every substitute side probe given at most
+    the weight that the probe it stands in for lost to a nearer piece
+    (``_blox_geometry.SUBSTITUTE_LATERAL``): together they never count for more than
+    one probe. (The lower of the two, not their product: a partial weight stays one of
+    those a nearer piece gives, never below ``MAYBE_HIDDEN_WEIGHT``, which the scoring
+    index's weak rows rely on: ``_blox_score.ScoreIndex.row_visibility``.)"""
     if g.stands_in is None:
         return visible
     sub = np.nonzero(g.stands_in >= 0)[0]
     out = visible.copy()
-    out[sub] = visible[sub] * (1.0 - visible[g.stands_in[sub]])
+    out[sub] = np.minimum(visible[sub], 1.0 - visible[g.stands_in[sub]])
     return out
 
 
