@@ -564,11 +564,11 @@ def implausible(pose: BoardPose, kit: Kit, outline: np.ndarray) -> str | None:
     """Why ``pose`` cannot be the camera's view of the board's ``outline`` (board mm),
     or None. An arm or a hand across the board has an outline too, and the fit to it
     may put the board behind the camera and still project its corners onto the
-    quadrilateral found (held-out dev draw 13,100,000, a hand over the board: a pose
-    56 m away, which the recogniser then tried to read). The camera must be above the
-    board and in front of every corner, and no higher than twice the kit's highest
-    mount (table-kit.md: 500 to 900 mm): generous bounds, for mounts a little outside
-    the kit's range, that only rule out what no table shows."""
+    quadrilateral found (the Blox bench's held-out draw 13,100,000, a hand over the
+    board: a pose 56 m away, which the recogniser then tried to read). The camera must
+    be above the board and in front of every corner, and no higher than twice the
+    kit's highest mount (table-kit.md: 500 to 900 mm): generous bounds, for mounts a
+    little outside the kit's range, that only rule out what no table shows."""
     R = pose.R
     t = np.asarray(pose.tvec, float).reshape(3)
     depth = (np.asarray(outline, float) @ R.T + t)[:, 2]

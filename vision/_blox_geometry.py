@@ -104,7 +104,7 @@ SIDE_ROW_SPREAD = 0.2
 #: counts only as much as a nearer piece hides the probe it stands in for: a figure in
 #: front (22 mm across) hides a face's middle and leaves its corners in view (dev
 #: sequence: the grey bottom of a tower behind a figure, read from the black level
-#: above in 30 frames), and probes there always would change every level's weight.
+#: above in 32 frames), and probes there always would change every level's weight.
 SIDE_LATERAL = 0.45
 SUBSTITUTE_LATERAL = 0.75
 MIN_SIDE_ROW_SPREAD = 0.05
