@@ -27,8 +27,8 @@ cell and level is kept (``level_band_px``) for the confidence of the level's col
 Such a weak probe near an edge between two levels sees
 the level across that edge when a block sits a little off (``e_alt``): the recogniser
 scores it as telling the colour of one of the two levels. Every side probe has a
-substitute on the same face and row, nearer the face's corner (``stands_in``), weighed
-by the recogniser by how much a nearer piece hides the probe it stands in for.
+substitute on the same face and row, nearer the face's corner (``substitutes``),
+weighed by the recogniser by how much a nearer piece hides the probe it stands in for.
 
 Where a probe's ray reaches the table beyond the board's edge (not a marker), a
 hypothesis that leaves it uncovered predicts the table's colour there (measured per frame
@@ -158,7 +158,7 @@ class BloxGeometry:
     behind: np.ndarray | None = None  # (N,) the other space whose square each probe's ray reaches, else -1
     level_band_px: np.ndarray | None = None  # (cells, levels) image height of a level's side band (px; 0 unseen)
     pair_fig: np.ndarray | None = None  # per occlusion pair: how a figure on the covering cell covers it (FIG_COVER_*)
-    stands_in: np.ndarray | None = None  # (N,) the probe a substitute side probe stands in for, else -1
+    substitutes: np.ndarray | None = None  # (M, 2) a substitute side probe, the probe it stands in for
 
 
 def _hit_box(C: np.ndarray, d: np.ndarray, cx: float, cy: float, half: float, z_top: float) -> tuple[np.ndarray, np.ndarray]:
@@ -234,9 +234,9 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
     hypothesis puts there (the square, each level's visible side faces, each height's
     chip ring -- the tallest tower's top face there, it has no chip -- and top-face
     corners, the figure's top), projected; (hmax,) the image height of each level's
-    band on the side faces the camera sees, the tallest of them (0: none seen); and per
-    point the point it stands in for (a side probe near a face's corner: see
-    ``SUBSTITUTE_LATERAL``), else -1."""
+    band on the side faces the camera sees, the tallest of them (0: none seen); and
+    (K, 2) the substitute side probes near a face's corner with the points they stand
+    in for (``SUBSTITUTE_LATERAL``), as indices into the points."""
     pts: list[tuple[float, float, float]] = []
     substitutes: list[tuple[int, int]] = []  # (point, the point it stands in for): see SUBSTITUTE_LATERAL
     f = np.linspace(-1, 1, 5) * (s / 2 - 4.0)
@@ -265,10 +265,11 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
             for sign in (-1.0, 1.0):
                 for frac in _side_rows(float(band[h - 1]), margin_px):
                     zz = -(h - 1) * bh - frac * bh
+                    primary = len(pts)
                     for lat in (SIDE_LATERAL, SUBSTITUTE_LATERAL):
                         pts.append((cx + nx * half + (sign * lat * half if ny else 0),
                                     cy + ny * half + (sign * lat * half if nx else 0), zz))
-                    substitutes.append((len(pts) - 1, len(pts) - 2))
+                    substitutes.append((primary + 1, primary))
     pts += [(cx + 0.75 * fig_r * np.cos(a), cy + 0.75 * fig_r * np.sin(a), fig_z1) for a in ang]
     d = np.array([C[0] - cx, C[1] - cy])
     d = d / max(float(np.linalg.norm(d)), 1e-6)
@@ -278,10 +279,7 @@ def _probe_points(view: BoardView, C: np.ndarray, cx: float, cy: float, s: float
             pts.append((cx + d[0] * fig_r * 0.95 + side[0], cy + d[1] * fig_r * 0.95 + side[1],
                         fig_z0 + frac * (fig_z1 - fig_z0)))
     band_max = np.max(bands, axis=0) if bands else np.zeros(hmax)
-    stands_in = np.full(len(pts), -1)
-    for point, primary in substitutes:
-        stands_in[point] = primary
-    return view.project(np.array(pts, float)), band_max, stands_in
+    return view.project(np.array(pts, float)), band_max, np.array(substitutes, int).reshape(-1, 2)
 
 
 def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None = None,
@@ -311,7 +309,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
     markers = [(c[:, 0].min() - q, c[:, 1].min() - q, c[:, 0].max() + q, c[:, 1].max() + q)
                for c in (np.asarray(v, float) for v in kit.marker_corners("blox").values())]
 
-    px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l, stands_in_l = [], [], [], [], [], [], []
+    px_l, cell_l, orient_l, cxy_l, behind_l, table_behind_l, substitutes_l = [], [], [], [], [], [], []
     e_p, e_src, e_group, e_w, e_alt = [], [], [], [], []
     counts = np.zeros(n * n, int)
     band_px = np.zeros((n * n, hmax))
@@ -326,14 +324,14 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         for c in range(n):
             cx, cy = (c + 0.5) * s, (r + 0.5) * s
             k = r * n + c
-            pts, band_px[k], stands_in = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r,
-                                                       fig_z0, fig_z1, side_margin_px)
+            pts, band_px[k], subs = _probe_points(view, C, cx, cy, s, half, bh, hmax, chip_r, chip_t, fig_r,
+                                                  fig_z0, fig_z1, side_margin_px)
             keep = (pts[:, 0] >= 1) & (pts[:, 1] >= 1) & (pts[:, 0] <= W - 2) & (pts[:, 1] <= H - 2)
             # A substitute goes with the point it stands in for.
-            keep[stands_in >= 0] &= keep[stands_in[stands_in >= 0]]
-            new_index = np.cumsum(keep) - 1
-            pts, stands_in = pts[keep], stands_in[keep]
-            stands_in_l.append(np.where(stands_in >= 0, base + new_index[np.maximum(stands_in, 0)], -1))
+            keep[subs[:, 0]] &= keep[subs[:, 1]]
+            subs = subs[keep[subs[:, 0]]]
+            substitutes_l.append(base + (np.cumsum(keep) - 1)[subs])
+            pts = pts[keep]
             N = len(pts)
             counts[k] = N
             if N == 0:
@@ -537,7 +535,7 @@ def build(view: BoardView, *, probes_per_cell: int = 0, side_tol: float | None =
         txy, np.concatenate(e_alt).astype(np.int8),
         table_behind=np.concatenate(table_behind_l), behind=np.concatenate(behind_l), level_band_px=band_px,
         pair_fig=np.concatenate(pair_fig).astype(np.int8) if pair_fig else np.zeros(0, np.int8),
-        stands_in=np.concatenate(stands_in_l).astype(np.int32),
+        substitutes=np.concatenate(substitutes_l).astype(np.int32),
     )
 
 

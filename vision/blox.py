@@ -1000,7 +1000,7 @@ class Recognizer:
             try:
                 g = self.geometry()
             except geo_mod.BoardOutOfView:
-                g = None  # a pose that shows no part of the board is as good as none
+                pass  # a pose that shows no part of the board is as good as none
         if g is None:
             self._prev_cells = None
             self.gate.update(frame_bgr, t, blocked=True, lores=lores)
@@ -1442,11 +1442,11 @@ def _with_substitutes(visible: np.ndarray, g: BloxGeometry) -> np.ndarray:
     one probe. (The lower of the two, not their product: a partial weight stays one of
     those a nearer piece gives, never below ``MAYBE_HIDDEN_WEIGHT``, which the scoring
     index's weak rows rely on: ``_blox_score.ScoreIndex.row_visibility``.)"""
-    if g.stands_in is None:
+    if g.substitutes is None:
         return visible
-    sub = np.nonzero(g.stands_in >= 0)[0]
+    sub, primary = g.substitutes[:, 0], g.substitutes[:, 1]
     out = visible.copy()
-    out[sub] = np.minimum(visible[sub], 1.0 - visible[g.stands_in[sub]])
+    out[sub] = np.minimum(visible[sub], 1.0 - visible[primary])
     return out
 
 
