@@ -10,7 +10,7 @@ through a JPEG file and ``cv2.imread``. A rendered game sequence per set-up (han
 between stable states) checks that no frame with a hand commits a state.
 
 Beside the official figures (which count every space the truth does not report occluded),
-three measurements say where the errors are (they change no figure above):
+four measurements say where the errors are (they change no figure above):
 
 * per set-up: the summary figures of each camera set-up (model, height, tilt), how tall a
   block's side face appears there and whether ``bloxcam calibrate board`` would flag the
@@ -27,6 +27,12 @@ three measurements say where the errors are (they change no figure above):
   in the JSON, other thresholds; and the block colour error per bin of a level's pixels
   (``LEVEL_BINS_PX``). From a camera nearly straight above, the lower levels of a tower
   are hidden by the block above: what is unseen there no recogniser can read;
+* the best to expect: what a reader of single frames could score at best on the same
+  frames, if it read exactly the tower levels showing some pixel, one core pixel, or 10
+  core pixels (``CEILINGS``) and guessed the others, right once in four times (the
+  renderer draws block colours uniformly and independently;
+  :meth:`~calibration.render.visibility.BloxVisibility.best_odds`): the expected per-space
+  error and board exact rate. Issue 8's targets are to be read against these;
 * confidence: for each threshold tau of ``CONF_TAUS`` the share of the scored spaces
   reported with ``cell_confidence >= tau`` and the per-space error among them, and the
   error among those reported below ``LOW_CONF``: whether low confidence marks the
@@ -82,6 +88,10 @@ VISIBLE_CURVE_PX = (1, 10, 30, 100)  # the split at other thresholds (JSON only)
 CORE_MIN_PX = 10  # the same split on core pixels (no edge-mixed pixel): a 10-pixel patch of pure colour
 LEVEL_BINS_PX = (0, 1, 10, 30, 100, 300)  # block colour error per bin of a level's visible (or core) pixels
 CONF_TAUS = (0.5, 0.9)
+# What a reader must read at the least to reach a figure (name, core pixels?, pixels):
+# any pixel at all (no reader can read a level the frame does not show), one core pixel
+# (a sliver one or two pixels wide, whose colour the edges mix, has none), 10 core pixels.
+CEILINGS = (("any_px", False, 0.5), ("core1px", True, 1.0), (f"core{CORE_MIN_PX}px", True, CORE_MIN_PX))
 LOW_CONF = 0.5
 
 
@@ -91,9 +101,9 @@ class Split:
     def __init__(self) -> None:
         self.m: dict[str, list[int]] = {}
 
-    def add(self, name: str, err: bool | int, total: int = 1) -> None:
+    def add(self, name: str, err: bool | float, total: int = 1) -> None:
         cell = self.m.setdefault(name, [0, 0])
-        cell[0] += int(err)
+        cell[0] += err if isinstance(err, float) else int(err)  # a float: an expected count
         cell[1] += total
 
     def merge(self, other: "Split") -> None:
@@ -114,13 +124,14 @@ def _bin_name(px: float) -> str:
     return f"{lo}-{hi[0]}px" if hi else f"{lo}+px"
 
 
-def _split_frame(split: Split, truth: dict, obs: dict, vis: BloxVisibility, min_px: float) -> None:
+def _split_frame(split: Split, truth: dict, obs: dict, vis: BloxVisibility, min_px: float, colours: int) -> None:
     """Add one frame to the visibility and confidence tallies (the spaces ``score`` counts
     for ``space``: seen by the truth and not reported occluded)."""
     tcells, ocells = truth["state"]["cells"], obs["state"]["cells"]
     conf = obs.get("cell_confidence")
     tocc = {tuple(x) for x in truth.get("occluded", [])}
     oocc = {tuple(x) for x in obs.get("occluded", [])}
+    _add_ceiling(split, truth, vis, tocc, colours)
     criteria = [(f"{m}px", vis, m) for m in VISIBLE_CURVE_PX] + [(f"core{CORE_MIN_PX}px", vis.core, CORE_MIN_PX)]
     if min_px not in VISIBLE_CURVE_PX:
         criteria.append((f"{min_px:g}px", vis, min_px))
@@ -174,6 +185,20 @@ def _split_frame(split: Split, truth: dict, obs: dict, vis: BloxVisibility, min_
     if truth.get("stable"):
         for name, _, _ in criteria:
             split.add(f"board_exact_seen@{name}", not exact[name])
+
+
+def _add_ceiling(split: Split, truth: dict, vis: BloxVisibility, tocc: set, colours: int) -> None:
+    """The best any reader of single frames can expect on this frame, per ``CEILINGS``
+    criterion (:meth:`BloxVisibility.best_odds`): expected errors over the spaces the
+    truth does not list occluded, and whether the board is exact on a stable frame."""
+    n = len(truth["state"]["cells"])
+    spaces = [(r, c) for r in range(n) for c in range(n) if (r, c) not in tocc]
+    for name, core, px in CEILINGS:
+        v = vis.core if core else vis
+        odds = [v.best_odds(r, c, px, colours) for r, c in spaces]
+        split.add(f"ceiling_space@{name}", float(len(odds) - sum(odds)), len(odds))
+        if truth.get("stable"):
+            split.add(f"ceiling_board_exact@{name}", 1.0 - float(np.prod(odds)))
 
 
 def _sequence_states(kit, rng: np.random.Generator, steps: int = 4) -> list[dict]:
@@ -252,7 +277,7 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
             for d in sub.details:
                 i = d["index"]
                 vis = blox_visibility(setup, states[i], seeds[i], hands=conds[i].hands)
-                _split_frame(ssplit, d["truth"], d["observation"], vis, min_px)
+                _split_frame(ssplit, d["truth"], d["observation"], vis, min_px, len(kit.blox.colors))
         seed += 1
         seq_states = _sequence_states(kit, np.random.default_rng(seed))
         seq = render_sequence(seq_states, setup, root / f"s{k}-sequence",
@@ -275,7 +300,7 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
             if key not in cache:
                 cache[key] = blox_visibility(setup, d["truth"]["state"], frames_meta[i]["seed"], layout_seed=layout,
                                              hands=hands_from_json(frames_meta[i]["conditions"]))
-            _split_frame(ssplit, d["truth"], d["observation"], cache[key], min_px)
+            _split_frame(ssplit, d["truth"], d["observation"], cache[key], min_px, len(kit.blox.colors))
         split.merge(ssplit)
         splits.append(ssplit)
         info[-1]["summary"] = _summary(per_setup.totals())
@@ -353,7 +378,7 @@ def speed(kit, root: Path, frames: int = 20, base_seed: int = BASE_SEED) -> dict
     return out
 
 
-VISIBILITY_KEYS = ("space_", "block_colour_", "board_exact_seen")
+VISIBILITY_KEYS = ("space_", "block_colour_", "board_exact_seen", "ceiling_")
 CONFIDENCE_KEYS = ("conf", "errors_conf")
 
 
@@ -377,6 +402,17 @@ def _visibility_line(sp: Split, m: str) -> str:
     e, t = sp.m.get(f"board_exact_seen@{m}", (0, 0))
     out.append(f"board_exact_seen {1 - e / t:.4f} ({t - e}/{t})" if t else "board_exact_seen -")
     return "; ".join(out)
+
+
+def _ceiling_part(sp: Split, name: str) -> str:
+    what = {"any_px": "reading every pixel", "core1px": "every level with a core pixel"}.get(
+        name, f"every level with {CORE_MIN_PX} core pixels")
+    e, t = sp.m.get(f"ceiling_space@{name}", (0, 0))
+    eb, tb = sp.m.get(f"ceiling_board_exact@{name}", (0, 0))
+    if not t:
+        return f"{what}: -"
+    board = f", board exact at most {1 - eb / tb:.1%} of {tb} stable frames" if tb else ""
+    return f"{what}: per-space error at least {100 * e / t:.3f}% ({e:.1f}/{t}){board}"
 
 
 def _confidence_line(sp: Split, m: str) -> str:
@@ -468,6 +504,12 @@ def main() -> int:
             for kind, label in (("", "visible"), ("_core", "core")):
                 print(f"  block colour error by the level's {label} pixels: " + ", ".join(
                     f"{_bin_name(b)} {_pct(split, f'block_colour_bin{kind}{_bin_name(b)}')}" for b in LEVEL_BINS_PX))
+            print("  the best a reader of single frames can expect here (a tower level showing less than it "
+                  "reads is guessed, right once in as many times as there are block colours; expected "
+                  "figures):")
+            for label, sp in [("all", split)] + [(f"set-up {i['setup']} (tilt {i['tilt_deg']:.0f})", x)
+                                                 for i, x in zip(info, splits)]:
+                print(f"    {label}: " + "; ".join(_ceiling_part(sp, name) for name, _, _ in CEILINGS))
             results["confidence"] = {"taus": list(CONF_TAUS), "low": LOW_CONF, "split": _part(split, CONFIDENCE_KEYS)}
             for s_info, ssplit in zip(info, splits):
                 s_info["confidence"] = _part(ssplit, CONFIDENCE_KEYS)

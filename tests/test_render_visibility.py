@@ -36,6 +36,23 @@ def test_nadir_tower_shows_its_top_level_only():
     assert not vis.space_visible(4, 4, 30)
 
 
+def test_the_best_odds_guess_only_the_levels_that_show_too_little():
+    colours = len(KIT.blox.colors)
+    state = {(4, 4): TOWER, (2, 2): {"figure": "blue"}}
+    nadir = blox_visibility(centred_setup(0.0), blox_state(state), SEED)
+    # From straight above the levels below the top show slivers at most (placement
+    # jitter): those without a core pixel are guesses, the bottom one among them.
+    hidden = [px < 1.0 for px in nadir.core.levels[(4, 4)]]
+    assert hidden[0] and not hidden[-1] and sum(hidden) >= 3
+    assert nadir.core.best_odds(4, 4, 1.0, colours) == pytest.approx(colours ** -sum(hidden))
+    oblique = blox_visibility(centred_setup(35.0), blox_state(state), SEED)
+    assert oblique.core.best_odds(4, 4, 1.0, colours) == 1.0
+    # Figures and empty squares are counted as read (the odds are an upper bound).
+    assert nadir.best_odds(2, 2, 1e9, colours) == 1.0
+    assert nadir.best_odds(0, 0, 1e9, colours) == 1.0
+    assert oblique.best_odds(4, 4, 1e9, colours) == pytest.approx(colours ** -5)
+
+
 def test_oblique_tower_shows_every_level():
     vis = blox_visibility(centred_setup(35.0), blox_state({(4, 4): TOWER}), SEED)
     assert min(vis.levels[(4, 4)]) > 30  # the near side faces of every block

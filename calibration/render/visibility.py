@@ -61,6 +61,19 @@ class BloxVisibility:
             return self.figure[(r, c)] >= min_px
         return float(self.square[r, c]) >= min_px
 
+    def best_odds(self, r: int, c: int, min_px: float, colours: int) -> float:
+        """The chance that the best reader of this frame gets the space right, if it
+        reads exactly the items showing at least ``min_px`` pixels and must guess the
+        rest: a tower level showing less is one of ``colours`` colours, drawn uniformly
+        and independently (as :mod:`calibration.render.states` draws them), so each such
+        level is guessed right once in ``colours`` times. A hidden figure's top or empty
+        square counts as read, so the figure is an upper bound. (Nearly every level
+        hidden on the bench's draws is below a tower top that shows.)"""
+        if (r, c) not in self.levels:
+            return 1.0
+        hidden = sum(1 for px in self.levels[(r, c)] if px < min_px)
+        return float(colours) ** -hidden
+
 
 class ItemIds:
     """The ID of every item in :func:`blox_id_buffer`: board squares 1..n*n, then
