@@ -43,7 +43,9 @@ scoring, motion gate) on decoded 1280x720 and 2304x1296 frames, one thread; in f
 and again out of focus (``SPEED_DEFOCUS_PX``), where the probes are sharpened.
 
 Run: ``.venv/bin/python bench/vision_blox.py [--setups N] [--scenes-per-preset K] [--seed BASE] [--min-visible-px M]``
-(writes bench/results/vision_blox.json).
+(writes bench/results/vision_blox.json); with ``--ceiling-only`` the draw is rendered but
+not read, and only the best to expect is printed (a minute or two; writes
+bench/results/vision_blox_ceiling_BASE.json).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from calibration.render.fixtures import render_sequence, write_scene, write_setu
 from calibration.render.visibility import BloxVisibility, blox_visibility, hands_from_json  # noqa: E402
 from calibration.tower_view import MAX_SHORT_SHARE, MIN_SIDE_PX, tower_view  # noqa: E402
 from vision.blox import Recognizer  # noqa: E402
-from vision.evaluate import Report, calibration_from_dir, evaluate_fixture  # noqa: E402
+from vision.evaluate import Report, calibration_from_dir, evaluate_fixture, load_fixture  # noqa: E402
 
 BASE_SEED = 7_000_000  # final-evaluation seeds: never used while developing
 MODELS = ("cm3", "cm3-wide")
@@ -187,6 +189,25 @@ def _split_frame(split: Split, truth: dict, obs: dict, vis: BloxVisibility, min_
             split.add(f"board_exact_seen@{name}", not exact[name])
 
 
+def _read(fdir: Path, read: bool) -> Report:
+    """The fixture read and scored (its frames' truth and observation in ``details``), or,
+    unread, a report holding only the truth of each frame."""
+    sub = Report()
+    if read:
+        evaluate_fixture(fdir, sub, keep_details=True)
+    else:
+        sub.details = [{"index": i, "truth": t} for i, t in enumerate(load_fixture(fdir).truth)]
+    return sub
+
+
+def _tally_frame(split: Split, detail: dict, vis: BloxVisibility, min_px: float, colours: int) -> None:
+    truth = detail["truth"]
+    if "observation" in detail:
+        _split_frame(split, truth, detail["observation"], vis, min_px, colours)
+    else:
+        _add_ceiling(split, truth, vis, {tuple(x) for x in truth.get("occluded", [])}, colours)
+
+
 def _add_ceiling(split: Split, truth: dict, vis: BloxVisibility, tocc: set, colours: int) -> None:
     """The best any reader of single frames can expect on this frame, per ``CEILINGS``
     criterion (:meth:`BloxVisibility.best_odds`): expected errors over the spaces the
@@ -244,7 +265,9 @@ def _summary(tot: dict) -> dict:
 
 
 def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BASE_SEED,
-             min_px: float = VISIBLE_MIN_PX) -> tuple[Report, list[dict], Split, list[Split]]:
+             min_px: float = VISIBLE_MIN_PX, read: bool = True) -> tuple[Report, list[dict], Split, list[Split]]:
+    """Render the draw of ``base_seed`` and read it; with ``read`` false, only render it
+    and tally the best to expect (``CEILINGS``): the report then stays empty."""
     report = Report()
     split = Split()
     seed = base_seed
@@ -270,21 +293,19 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
                 conds.append(sc.sample_conditions(seed, preset, area=kit.area_mm("blox"), kit=kit))
                 seeds.append(seed)
             fdir = write_scene(setup, states, conds, seeds, root / f"s{k}-{preset}", setup_dir=sdir)
-            sub = Report()
-            evaluate_fixture(fdir, sub, keep_details=True)
+            sub = _read(fdir, read)
             _merge(report, sub)
             _merge(per_setup, sub)
             for d in sub.details:
                 i = d["index"]
                 vis = blox_visibility(setup, states[i], seeds[i], hands=conds[i].hands)
-                _split_frame(ssplit, d["truth"], d["observation"], vis, min_px, len(kit.blox.colors))
+                _tally_frame(ssplit, d, vis, min_px, len(kit.blox.colors))
         seed += 1
         seq_states = _sequence_states(kit, np.random.default_rng(seed))
         seq = render_sequence(seq_states, setup, root / f"s{k}-sequence",
                               seed, stable_frames=6, hand_frames=4, fps=4.0, setup_dir=sdir)
         # 6 still frames at 4 fps: 1.25 s still, so a 1.0 s gate can commit the last ones.
-        sub = Report()
-        evaluate_fixture(seq, sub, keep_details=True)
+        sub = _read(seq, read)
         _merge(report, sub, "sequence")
         _merge(per_setup, sub, "sequence")
         # render_sequence places the pieces of its i-th distinct state with layout seed
@@ -300,11 +321,12 @@ def accuracy(kit, root: Path, setups: int, per_preset: int, base_seed: int = BAS
             if key not in cache:
                 cache[key] = blox_visibility(setup, d["truth"]["state"], frames_meta[i]["seed"], layout_seed=layout,
                                              hands=hands_from_json(frames_meta[i]["conditions"]))
-            _split_frame(ssplit, d["truth"], d["observation"], cache[key], min_px, len(kit.blox.colors))
+            _tally_frame(ssplit, d, cache[key], min_px, len(kit.blox.colors))
         split.merge(ssplit)
         splits.append(ssplit)
-        info[-1]["summary"] = _summary(per_setup.totals())
-        info[-1]["accuracy"] = per_setup.to_json()["total"]
+        if read:
+            info[-1]["summary"] = _summary(per_setup.totals())
+            info[-1]["accuracy"] = per_setup.to_json()["total"]
         print(f"set-up {k} ({model}, tilt {setup.tilt_deg:.0f} deg, height {setup.height_mm:.0f} mm) done", flush=True)
     return report, info, split, splits
 
@@ -415,6 +437,14 @@ def _ceiling_part(sp: Split, name: str) -> str:
     return f"{what}: per-space error at least {100 * e / t:.3f}% ({e:.1f}/{t}){board}"
 
 
+def _print_ceilings(split: Split, info: list[dict], splits: list[Split]) -> None:
+    print("  the best a reader of single frames can expect here (a tower level showing less than it "
+          "reads is guessed, right once in as many times as there are block colours; expected figures):")
+    for label, sp in [("all", split)] + [(f"set-up {i['setup']} (tilt {i['tilt_deg']:.0f})", x)
+                                         for i, x in zip(info, splits)]:
+        print(f"    {label}: " + "; ".join(_ceiling_part(sp, name) for name, _, _ in CEILINGS))
+
+
 def _confidence_line(sp: Split, m: str) -> str:
     out = []
     for tau in CONF_TAUS:
@@ -430,6 +460,20 @@ def _confidence_line(sp: Split, m: str) -> str:
     return "; ".join(out)
 
 
+def _ceiling_only(kit, setups: int, per_preset: int, seed: int, out: str | None) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        _, info, split, splits = accuracy(kit, Path(tmp), setups, per_preset, seed, read=False)
+    _print_ceilings(split, info, splits)
+    results = {"base_seed": seed, "setups": info,
+               "ceilings": {"criteria": [list(c) for c in CEILINGS], "split": _part(split, ("ceiling_",)),
+                            "per_setup": [_part(x, ("ceiling_",)) for x in splits]}}
+    path = Path(out) if out else ROOT / "bench" / "results" / f"vision_blox_ceiling_{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--setups", type=int, default=4)
@@ -442,9 +486,14 @@ def main() -> int:
                          "on other seeds should not overwrite the held-out figures")
     ap.add_argument("--min-visible-px", type=float, default=VISIBLE_MIN_PX,
                     help=f"pixels a tower level must show to count as seen (default {VISIBLE_MIN_PX}, 1280x720)")
+    ap.add_argument("--ceiling-only", action="store_true",
+                    help="render the draw without reading it and print only the best to expect "
+                         "(writes bench/results/vision_blox_ceiling_SEED.json unless --out)")
     args = ap.parse_args()
     kit = load_kit()
     results: dict = {"base_seed": args.seed}
+    if args.ceiling_only:
+        return _ceiling_only(kit, args.setups, args.scenes_per_preset, args.seed, args.out)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         results["host"] = host()
@@ -504,12 +553,7 @@ def main() -> int:
             for kind, label in (("", "visible"), ("_core", "core")):
                 print(f"  block colour error by the level's {label} pixels: " + ", ".join(
                     f"{_bin_name(b)} {_pct(split, f'block_colour_bin{kind}{_bin_name(b)}')}" for b in LEVEL_BINS_PX))
-            print("  the best a reader of single frames can expect here (a tower level showing less than it "
-                  "reads is guessed, right once in as many times as there are block colours; expected "
-                  "figures):")
-            for label, sp in [("all", split)] + [(f"set-up {i['setup']} (tilt {i['tilt_deg']:.0f})", x)
-                                                 for i, x in zip(info, splits)]:
-                print(f"    {label}: " + "; ".join(_ceiling_part(sp, name) for name, _, _ in CEILINGS))
+            _print_ceilings(split, info, splits)
             results["confidence"] = {"taus": list(CONF_TAUS), "low": LOW_CONF, "split": _part(split, CONFIDENCE_KEYS)}
             for s_info, ssplit in zip(info, splits):
                 s_info["confidence"] = _part(ssplit, CONFIDENCE_KEYS)
