@@ -201,6 +201,8 @@ def _read(fdir: Path, read: bool) -> Report:
 
 
 def _tally_frame(split: Split, detail: dict, vis: BloxVisibility, min_px: float, colours: int) -> None:
+    """A frame that was read adds to every tally; one only rendered (``--ceiling-only``), to
+    the best to expect."""
     truth = detail["truth"]
     if "observation" in detail:
         _split_frame(split, truth, detail["observation"], vis, min_px, colours)
