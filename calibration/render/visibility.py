@@ -67,7 +67,7 @@ class BloxVisibility:
         rest: a tower level showing less is one of ``colours`` colours, drawn uniformly
         and independently (as :mod:`calibration.render.states` draws them), so each such
         level is guessed right once in ``colours`` times. A hidden figure's top or empty
-        square counts as read, so the figure is an upper bound. (Nearly every level
+        square counts as read, so the odds are an upper bound. (Nearly every level
         hidden on the bench's draws is below a tower top that shows.)"""
         if (r, c) not in self.levels:
             return 1.0
